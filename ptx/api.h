@@ -1,0 +1,57 @@
+// api.h — the host interface between the CUDA translation unit (kernels and
+// launchers, no torch headers) and bindings.cpp (the only torch-aware file).
+// Plain C++: submission.py puts this text in front of both sources.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+namespace kbit_api {
+
+// C[M, N] = A[M, K] W^T for the kbit format (reference.py / SPEC 3.1).
+struct KbitArgs {
+  const void* a;             // [M, K] fp16 / bf16
+  const int32_t* b_packed;   // [E, k_tiles, n_pad, 2, bits]
+  const uint8_t* b_absmax;   // [E, k_tiles, n_pad, 2]
+  const float* codebook;     // [2^bits]
+  const int32_t* offsets;    // [E + 1], on the device
+  void* c;                   // [M, N], same dtype as a
+  int M, N, K, E, bits, n_pad, k_tiles;
+  int bf16;
+};
+
+// What a launch needs besides the tensors: a split-K workspace and zeroed
+// arrival counters (the kernel leaves them zeroed again).
+struct KbitPlan {
+  size_t workspace_floats;
+  size_t counters;
+  int grid, mtiles, block_n, block_m;
+};
+
+// Both return nullptr on success, else a description of the error.
+const char* kbit_gemm_plan(const KbitArgs& args, int device, KbitPlan* plan);
+const char* kbit_gemm_run(const KbitArgs& args, const KbitPlan& plan, float* workspace,
+                          int32_t* counters, void* stream);
+
+// GPU MODE nvfp4_gemv. Strides in elements of each tensor (bytes for fp4x2/fp8).
+struct Nvfp4Args {
+  const uint8_t* a;
+  const uint8_t* b;
+  const uint8_t* sfa;
+  const uint8_t* sfb;
+  void* c;
+  long long a_si, a_sl, b_sl, sfa_si, sfa_sl, sfb_sl, c_si, c_sl;
+  int m, k, l;
+  int sfa_blocked, sfb_blocked;
+};
+const char* nvfp4_gemv_run(const Nvfp4Args& args, int device, void* stream);
+
+// Blackwell tcgen05 paths (sm100 family only; elsewhere they return an error).
+const char* kbit_gemm_run_tc(const KbitArgs& args, const KbitPlan& plan, float* workspace,
+                             int32_t* counters, void* stream);
+const char* nvfp4_gemv_run_tc(const Nvfp4Args& args, int device, void* stream);
+
+// The PTX family this translation unit was built from ("sm80", "sm90", "sm100").
+const char* family_name();
+int has_tcgen05();
+
+}  // namespace kbit_api

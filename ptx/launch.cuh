@@ -1,0 +1,191 @@
+// launch.cuh — host side of the translation unit: configuration choice,
+// occupancy, workspace plans and launches. No torch here (bindings.cpp wraps it).
+#pragma once
+
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace kbit {
+
+// ---- kbit GEMM configurations --------------------------------------------
+// Activation tiles of 8 rows per CTA tile, from the rows one expert is expected
+// to have (all of M for a dense layer). 8 warps; 32 weight rows per warp except
+// for the widest activation tile (register budget); a 4-deep cp.async ring;
+// registers sized for 3 CTAs per SM (<= 80 each) for decode tiles, else 2 (<= 128).
+template <int kBits, typename T, int kMTiles>
+using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 8 ? 1 : 2), 4, (kMTiles == 1 ? 3 : 2)>;
+
+inline int kbit_pick_mtiles(int M, int E) {
+  const int active = E < M ? E : M;
+  const int rows = cdiv(M, active > 0 ? active : 1);
+  return rows <= 8 ? 1 : rows <= 16 ? 2 : rows <= 32 ? 4 : 8;
+}
+
+struct OccupancyCache {
+  std::mutex mu;
+  std::map<std::pair<const void*, long long>, int> blocks_per_sm;
+};
+inline OccupancyCache& occupancy_cache() {
+  static OccupancyCache cache;
+  return cache;
+}
+
+// CTAs of `kernel` resident per SM with `smem` bytes of dynamic shared memory
+// (sets the kernel's shared-memory limit on first use on each device).
+inline const char* resident_ctas(const void* kernel, int threads, size_t smem, int device, int* out) {
+  OccupancyCache& cache = occupancy_cache();
+  const auto key = std::make_pair(kernel, (long long)device << 32 | (long long)smem);
+  std::lock_guard<std::mutex> lock(cache.mu);
+  auto it = cache.blocks_per_sm.find(key);
+  if (it != cache.blocks_per_sm.end()) { *out = it->second; return nullptr; }
+  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+  if (err != cudaSuccess) return cudaGetErrorString(err);
+  int n = 0;
+  err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem);
+  if (err != cudaSuccess) return cudaGetErrorString(err);
+  if (n < 1) return "kbit: kernel does not fit on one SM (shared memory or registers)";
+  cache.blocks_per_sm[key] = n;
+  *out = n;
+  return nullptr;
+}
+
+inline int sm_count(int device) {
+  static int counts[64] = {0};
+  if (device < 0 || device >= 64) return 0;
+  if (counts[device] == 0) cudaDeviceGetAttribute(&counts[device], cudaDevAttrMultiProcessorCount, device);
+  return counts[device];
+}
+
+template <class Cfg>
+const char* kbit_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan) {
+  int per_sm = 0;
+  if (const char* err = resident_ctas(reinterpret_cast<const void*>(&kbit_gemm_kernel<Cfg>), Cfg::kThreads,
+                                      Cfg::smem_bytes(a.E), device, &per_sm))
+    return err;
+  const long long tiles = (long long)(cdiv(a.M, Cfg::BLOCK_M) + (a.E < a.M ? a.E : a.M)) *
+                          cdiv(a.N, Cfg::BLOCK_N);
+  if (tiles * a.k_tiles >= (1ll << 31)) return "kbit: problem too large for 32-bit unit indices";
+  plan->grid = sm_count(device) * per_sm;
+  plan->workspace_floats = size_t(plan->grid) * 2 * Cfg::BLOCK_N * Cfg::BLOCK_M;
+  plan->counters = size_t(tiles);
+  plan->block_n = Cfg::BLOCK_N;
+  plan->block_m = Cfg::BLOCK_M;
+  return nullptr;
+}
+
+template <class Cfg>
+const char* kbit_run_cfg(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan, float* ws,
+                         int32_t* counters, cudaStream_t stream) {
+  KbitParams p;
+  p.a = a.a;
+  p.b_packed = a.b_packed;
+  p.b_absmax = a.b_absmax;
+  p.codebook = a.codebook;
+  p.offsets = a.offsets;
+  p.c = a.c;
+  p.workspace = ws;
+  p.counters = counters;
+  p.M = a.M; p.N = a.N; p.K = a.K; p.E = a.E;
+  p.max_tiles = int(plan.counters);
+  p.layout = KbitLayout{a.N, a.K, a.n_pad, a.k_tiles, a.bits};
+  kbit_gemm_kernel<Cfg><<<plan.grid, Cfg::kThreads, Cfg::smem_bytes(a.E), stream>>>(p);
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+// Calls f.template operator()<Cfg>() for the configuration of (bits, dtype, mtiles).
+template <class F>
+const char* kbit_dispatch(int bits, int bf16, int mtiles, const F& f) {
+#define KBIT_CASE_M(BITS, TYPE)                                                     \
+  switch (mtiles) {                                                                 \
+    case 1: return f.template operator()<KbitCfg<BITS, TYPE, 1>>();                 \
+    case 2: return f.template operator()<KbitCfg<BITS, TYPE, 2>>();                 \
+    case 4: return f.template operator()<KbitCfg<BITS, TYPE, 4>>();                 \
+    case 8: return f.template operator()<KbitCfg<BITS, TYPE, 8>>();                 \
+    default: return "kbit: bad activation tile count";                              \
+  }
+#define KBIT_CASE_T(BITS) \
+  if (bf16) { KBIT_CASE_M(BITS, __nv_bfloat16) } else { KBIT_CASE_M(BITS, __half) }
+  switch (bits) {
+    case 2: KBIT_CASE_T(2)
+    case 3: KBIT_CASE_T(3)
+    case 4: KBIT_CASE_T(4)
+    case 5: KBIT_CASE_T(5)
+    default: return "kbit: bits must be 2..5";
+  }
+#undef KBIT_CASE_T
+#undef KBIT_CASE_M
+}
+
+struct PlanFn {
+  const kbit_api::KbitArgs& a;
+  int device;
+  kbit_api::KbitPlan* plan;
+  template <class Cfg> const char* operator()() const { return kbit_plan_cfg<Cfg>(a, device, plan); }
+};
+struct RunFn {
+  const kbit_api::KbitArgs& a;
+  const kbit_api::KbitPlan& plan;
+  float* ws;
+  int32_t* counters;
+  cudaStream_t stream;
+  template <class Cfg> const char* operator()() const { return kbit_run_cfg<Cfg>(a, plan, ws, counters, stream); }
+};
+
+}  // namespace kbit
+
+// ---- the API of api.h --------------------------------------------------------
+namespace kbit_api {
+
+const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
+  if (a.M <= 0) return "kbit: empty problem has no plan";
+  if (a.E > 4096) return "kbit: at most 4096 experts";
+  plan->mtiles = kbit::kbit_pick_mtiles(a.M, a.E);
+  return kbit::kbit_dispatch(a.bits, a.bf16, plan->mtiles, kbit::PlanFn{a, device, plan});
+}
+
+const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, int32_t* counters,
+                          void* stream) {
+  return kbit::kbit_dispatch(a.bits, a.bf16, plan.mtiles,
+                             kbit::RunFn{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
+}
+
+const char* nvfp4_gemv_run(const Nvfp4Args& a, int device, void* stream) {
+  kbit::Nvfp4Params p;
+  p.a = a.a; p.b = a.b; p.sfa = a.sfa; p.sfb = a.sfb;
+  p.c = static_cast<__half*>(a.c);
+  p.a_si = a.a_si; p.a_sl = a.a_sl; p.b_sl = a.b_sl;
+  p.sfa_si = a.sfa_si; p.sfa_sl = a.sfa_sl; p.sfb_sl = a.sfb_sl;
+  p.c_si = a.c_si; p.c_sl = a.c_sl;
+  p.m = a.m; p.k = a.k; p.l = a.l;
+  p.sfa_blocked = a.sfa_blocked; p.sfb_blocked = a.sfb_blocked;
+  const size_t smem = kbit::nvfp4_smem_bytes(a.k);
+  int per_sm = 0;
+  if (const char* err = kbit::resident_ctas(reinterpret_cast<const void*>(&kbit::nvfp4_gemv_kernel),
+                                            kbit::kNvfp4Threads, smem, device, &per_sm))
+    return err;
+  // Enough CTAs per batch to fill the GPU about twice; a CTA decodes b once.
+  const int target = 2 * kbit::sm_count(device) * per_sm;
+  int gx = kbit::cdiv(target, a.l);
+  const int max_gx = kbit::cdiv(a.m, kbit::kNvfp4Threads / 32);
+  gx = gx < 1 ? 1 : gx > max_gx ? max_gx : gx;
+  kbit::nvfp4_gemv_kernel<<<dim3(gx, a.l), kbit::kNvfp4Threads, smem, static_cast<cudaStream_t>(stream)>>>(p);
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+const char* family_name() { return KBIT_FAMILY; }
+
+#if !KBIT_TCGEN05
+// Families without tcgen05: the Blackwell paths do not exist here.
+const char* kbit_gemm_run_tc(const KbitArgs&, const KbitPlan&, float*, int32_t*, void*) {
+  return "tcgen05 path not built in this PTX family";
+}
+const char* nvfp4_gemv_run_tc(const Nvfp4Args&, int, void*) {
+  return "tcgen05 path not built in this PTX family";
+}
+int has_tcgen05() { return 0; }
+#endif
+
+}  // namespace kbit_api

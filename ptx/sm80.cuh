@@ -1,0 +1,134 @@
+// sm80.cuh — the sm80 PTX family: one wrapper per instruction (Ampere, Ada, and
+// every later GPU: Hopper and Blackwell run these too). Syntax and fragment
+// layouts as verified in shared/notes/ptx-reference.md section A; ISA sections
+// are named on each wrapper.
+#pragma once
+
+#include "common.cuh"
+
+namespace kbit {
+namespace ptx {
+
+// ---- warp MMA (PTX ISA 9.7.14.5.8, m16n8k16 .row.col, f32 accumulate) -------
+// Fragments, g = lane / 4, t = lane % 4:
+//   a0 = A[g][2t..2t+1]  a1 = A[g+8][2t..]  a2 = A[g][2t+8..]  a3 = A[g+8][2t+8..]
+//   b0 = B[2t..2t+1][g]  b1 = B[2t+8..2t+9][g]
+//   d0,d1 = D[g][2t..2t+1]  d2,d3 = D[g+8][2t..2t+1]
+__device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const uint32_t (&a)[4],
+                                                 uint32_t b0, uint32_t b1, const float (&c)[4]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%10,%11,%12,%13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1),
+        "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+__device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const uint32_t (&a)[4],
+                                                  uint32_t b0, uint32_t b1, const float (&c)[4]) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%10,%11,%12,%13};\n"
+      : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1),
+        "f"(c[0]), "f"(c[1]), "f"(c[2]), "f"(c[3]));
+}
+
+// d = a * b + c with the operand type of T.
+template <typename T>
+__device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1, const float (&c)[4]) {
+  if constexpr (Elem<T>::kIsBf16) mma_m16n8k16_bf16(d, a, b0, b1, c);
+  else mma_m16n8k16_f16(d, a, b0, b1, c);
+}
+
+// ---- ldmatrix (PTX ISA 9.7.14.5.15) -----------------------------------------
+// Lanes 8j..8j+7 give the row addresses of matrix j; register j of lane l gets
+// matrix j, row l / 4, elements 2 (l % 4) and 2 (l % 4) + 1.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t smem_addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(smem_addr));
+}
+
+// ---- cp.async (PTX ISA 9.7.9.25) --------------------------------------------
+// 16-byte global -> shared copy that bypasses L1; bytes past src_bytes (0..16)
+// are zero-filled, so src_bytes = 0 writes 16 zero bytes and reads nothing.
+__device__ __forceinline__ void cp_async_cg16(uint32_t smem_addr, const void* gmem,
+                                              uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr), "l"(gmem),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// ---- integer helpers (PTX ISA 9.7.1.x) ---------------------------------------
+// prmt: byte permute of {b, a}; selector nibble j picks output byte j.
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+// lop3: any 3-input logic function; kLut from a = 0xF0, b = 0xCC, c = 0xAA.
+template <uint32_t kLut>
+__device__ __forceinline__ uint32_t lop3(uint32_t a, uint32_t b, uint32_t c) {
+  uint32_t d;
+  asm("lop3.b32 %0, %1, %2, %3, %4;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c), "n"(kLut));
+  return d;
+}
+// shf.r.wrap: rotate right by s mod 32.
+__device__ __forceinline__ uint32_t rotr(uint32_t x, uint32_t s) {
+  uint32_t d;
+  asm("shf.r.wrap.b32 %0, %1, %1, %2;\n" : "=r"(d) : "r"(x), "r"(s));
+  return d;
+}
+// dp4a: signed 8-bit dot product of four byte pairs plus c (PTX ISA 9.7.1.23).
+__device__ __forceinline__ int dp4a_s32(uint32_t a, uint32_t b, int c) {
+  int d;
+  asm("dp4a.s32.s32 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+
+// ---- global loads ------------------------------------------------------------
+// Streamed read-only 16-byte load that does not allocate in L1 (each byte of a
+// weight-like operand is read exactly once).
+__device__ __forceinline__ uint4 ld_global_nc_na_v4(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+// L2-only load (never a stale L1 line): partial sums written by other CTAs.
+__device__ __forceinline__ float ld_global_cg_f32(const float* p) {
+  float v;
+  asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+}  // namespace ptx
+
+// ---------------------------------------------------------------------------
+// sm80-family stages used by the kernels.
+// ---------------------------------------------------------------------------
+namespace family {
+
+// Copy `bytes` (a multiple of 16) from global to shared with the whole CTA,
+// 16 bytes per thread-step; bytes at or past `valid` read as zero.
+__device__ __forceinline__ void copy_to_smem_async(void* smem, const void* gmem, int bytes,
+                                                   int valid, int tid, int nthreads) {
+  const char* g = static_cast<const char*>(gmem);
+  const uint32_t s = ptx::smem_u32(smem);
+  for (int off = tid * 16; off < bytes; off += nthreads * 16) {
+    const bool ok = off < valid;
+    ptx::cp_async_cg16(s + off, ok ? g + off : g, ok ? 16u : 0u);
+  }
+}
+}  // namespace family
+
+}  // namespace kbit

@@ -1,0 +1,34 @@
+"""A representative set of kernel calls for compute-sanitizer (memcheck,
+racecheck): every k, both dtypes, partial tiles, split tiles, grouped with
+empty experts, M = 1 .. 300, and nvfp4 with plain and blocked scales."""
+import sys
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import reference as R  # noqa: E402
+import submission as S  # noqa: E402
+
+CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=224, bits=3, dtype="bfloat16"),
+         dict(m=300, n=521, k=160, bits=5, dtype="float16"), dict(m=5, n=4100, k=1056, bits=2, dtype="bfloat16"),
+         dict(m=40, n=72, k=224, bits=4, dtype="bfloat16", experts=12),
+         dict(m=64, n=264, k=4096, bits=4, dtype="float16", experts=64),
+         dict(m=3, n=2048, k=8192, bits=5, dtype="float16")]
+bad = 0
+for spec in CASES:
+    d = R.generate_input("kbit_gemm", seed=1, device="cuda", **spec)
+    ok, msg = R.check_implementation(d, S.custom_kernel(R.KbitGemmInput(*(t.clone() for t in d))))
+    bad += not ok
+    print(spec, ok, msg)
+for m, k, l in ((128, 256, 1), (384, 7168, 2)):
+    d = R.generate_input("nvfp4_gemv", m=m, k=k, l=l, seed=1, device="cuda")
+    ok, msg = R.check_implementation(d, S.custom_kernel(d))
+    bad += not ok
+    print("nvfp4", m, k, l, ok, msg)
+    d2 = d[:2] + (d[2].cpu(), d[3].cpu()) + d[4:]        # scales on the host: blocked path
+    ok, msg = R.check_implementation(d2, S.custom_kernel(d2))
+    bad += not ok
+    print("nvfp4 blocked", m, k, l, ok, msg)
+torch.cuda.synchronize()
+sys.exit(1 if bad else 0)

@@ -1,0 +1,49 @@
+// Wrapper-level checks of the sm80 family (built by tests/test_gpu_wrappers.py
+// with the family header in front): one warp runs the instruction on known
+// inputs and writes what each lane holds, so the fragment layouts documented in
+// ptx/sm80.cuh are checked against torch.
+
+// One m16n8k16 MMA: A [16][16], B given as [8 n][16 k] (nn.Linear layout),
+// fragments built by hand from the documented layout; D [16][8] fp32.
+template <typename T>
+__global__ void mma_fragment_kernel(const T* A, const T* Bnk, float* D) {
+  const int lane = threadIdx.x, g = lane >> 2, t = lane & 3;
+  auto pair = [](const T* p) { return *reinterpret_cast<const uint32_t*>(p); };
+  uint32_t a[4] = {pair(A + g * 16 + 2 * t), pair(A + (g + 8) * 16 + 2 * t),
+                   pair(A + g * 16 + 2 * t + 8), pair(A + (g + 8) * 16 + 2 * t + 8)};
+  const uint32_t b0 = pair(Bnk + g * 16 + 2 * t), b1 = pair(Bnk + g * 16 + 2 * t + 8);
+  const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+  float d[4];
+  kbit::ptx::mma_m16n8k16<T>(d, a, b0, b1, zero);
+  D[g * 8 + 2 * t] = d[0];
+  D[g * 8 + 2 * t + 1] = d[1];
+  D[(g + 8) * 8 + 2 * t] = d[2];
+  D[(g + 8) * 8 + 2 * t + 1] = d[3];
+}
+
+// ldmatrix.x4 of a [32 rows][8] b16 tile in shared memory, lane l giving row l:
+// out[lane][j] = register j.
+__global__ void ldmatrix_kernel(const uint16_t* src, uint32_t* out) {
+  __shared__ __align__(16) uint16_t tile[32 * 8];
+  const int lane = threadIdx.x;
+  for (int i = lane; i < 32 * 8; i += 32) tile[i] = src[i];
+  __syncwarp();
+  uint32_t r[4];
+  kbit::ptx::ldmatrix_x4(r, kbit::ptx::smem_u32(tile + lane * 8));
+  for (int j = 0; j < 4; ++j) out[lane * 4 + j] = r[j];
+}
+
+void mma_fragment(torch::Tensor A, torch::Tensor B, torch::Tensor D) {
+  if (A.scalar_type() == at::kHalf)
+    mma_fragment_kernel<__half><<<1, 32>>>(reinterpret_cast<const __half*>(A.data_ptr()),
+                                           reinterpret_cast<const __half*>(B.data_ptr()), D.data_ptr<float>());
+  else
+    mma_fragment_kernel<__nv_bfloat16><<<1, 32>>>(reinterpret_cast<const __nv_bfloat16*>(A.data_ptr()),
+                                                  reinterpret_cast<const __nv_bfloat16*>(B.data_ptr()),
+                                                  D.data_ptr<float>());
+}
+
+void ldmatrix(torch::Tensor src, torch::Tensor out) {
+  ldmatrix_kernel<<<1, 32>>>(reinterpret_cast<const uint16_t*>(src.data_ptr()),
+                             reinterpret_cast<uint32_t*>(out.data_ptr()));
+}
