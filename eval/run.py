@@ -433,7 +433,7 @@ def run_benchmarks(problem, mod, device, popcorn, results, log, args, read_gbs, 
     if device.type != "cuda":
         tasks = [s for s in tasks if s.get("cpu")]
     if args.filter:
-        tasks = [s for s in tasks if args.filter in spec_name(s)]
+        tasks = [s for s in tasks if re.search(args.filter, spec_name(s))]
     timer = Timer(device)
     for i, spec in enumerate(tasks):
         name = spec_name(spec)
@@ -536,7 +536,7 @@ def run_profile(problem, mod, device, args, log):
     if device.type != "cuda":
         tasks = [s for s in tasks if s.get("cpu")]
     if args.filter:
-        tasks = [s for s in tasks if args.filter in spec_name(s)]
+        tasks = [s for s in tasks if re.search(args.filter, spec_name(s))]
     from torch.profiler import ProfilerActivity, profile
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     for spec in tasks:
@@ -720,7 +720,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json", help="write all results to this file")
     ap.add_argument("--plot", help="roofline PNG (needs matplotlib)")
     ap.add_argument("--graph", action="store_true", help="also time CUDA-graph replays")
-    ap.add_argument("--filter", help="only benchmarks whose name contains this")
+    ap.add_argument("--filter", help="only benchmarks whose name matches this regular expression")
     ap.add_argument("--peak-gbs", type=float, help="read bandwidth for speed-of-light (default: measured)")
     ap.add_argument("--budget-s", type=float, default=2.0, help="time budget per timed case")
     ap.add_argument("--no-recheck", action="store_true", help="leaderboard: skip re-checking outputs")

@@ -86,7 +86,7 @@ __host__ __device__ __forceinline__ float e4m4_decode(uint32_t code) {
 }
 
 // float8 e4m3 (fn: no infinities, S.1111.111 is NaN) decode, exact in float32.
-__host__ __device__ __forceinline__ float e4m3_decode(uint32_t code) {
+__device__ __forceinline__ float e4m3_decode(uint32_t code) {
   const uint32_t s = code >> 7, e = (code >> 3) & 15u, m = code & 7u;
   float v;
   if (e == 15 && m == 7) v = __int_as_float(0x7fc00000);

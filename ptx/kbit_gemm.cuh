@@ -58,12 +58,15 @@ struct KbitConfig {
   static constexpr int kPairEntries = 1 << (2 * kBits);
   static constexpr int kCopies = kBits <= 4 ? 32 : 8;
   static constexpr int kLutBytes = kPairEntries * kCopies * 4;
+  static constexpr int kLutShift = kCopies == 32 ? 7 : 5;   // log2(kCopies * 4)
 
-  static constexpr int kMiscBytes = 32 * 4 + 256 * 4 + 128;   // codebook, E4M4 table, flags
+  // Dynamic shared memory: the expert slot table, then the ring. The tables
+  // (pair LUT, E4M4, codebook) are static so their addresses are immediates of
+  // the shared loads (the LUT is at most 32 KB: under the 48 KB static limit).
   __host__ __device__ static constexpr size_t smem_bytes(int experts) {
-    return size_t(kLutBytes) + kMiscBytes + size_t(cdiv((experts + 1) * 4, 128) * 128) +
-           size_t(kStages) * kStageBytes;
+    return size_t(cdiv((experts + 1) * 4, 128) * 128) + size_t(kStages) * kStageBytes;
   }
+  static_assert(kLutBytes <= 32 * 1024, "pair table must stay within static shared memory");
 
   static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
   static_assert(kWBytes % 128 == 0 && kSBytes % 16 == 0 && kABytes % 128 == 0,
@@ -95,16 +98,25 @@ template <class Cfg>
 __device__ __forceinline__ void build_pair_lut(uint32_t* lut, const float* cb_s, float inv_max,
                                                int tid) {
   using T = typename Cfg::T;
-  constexpr int kWords = Cfg::kPairEntries * Cfg::kCopies;
-  for (int w = tid; w < kWords; w += Cfg::kThreads) {
-    const int idx = w / Cfg::kCopies;
+  // Each lane computes one entry; shuffles hand the warp's 32 entries around so
+  // every replica word is one store (replicas of an entry are consecutive words).
+  const int lane = tid & 31, warp = tid >> 5;
+  constexpr int kPerStore = 32 / Cfg::kCopies;   // entries one warp-wide store covers
+  for (int base = warp * 32; base < Cfg::kPairEntries; base += Cfg::kWarps * 32) {
+    const int idx = base + lane;
     int i0 = 0, i1 = 0;
 #pragma unroll
     for (int b = 0; b < Cfg::kBits; ++b) {
       i0 |= ((idx >> (2 * b)) & 1) << b;
       i1 |= ((idx >> (2 * b + 1)) & 1) << b;
     }
-    lut[w] = Elem<T>::pack(cb_s[i0] * inv_max, cb_s[i1] * inv_max);
+    const uint32_t value = idx < Cfg::kPairEntries ? Elem<T>::pack(cb_s[i0] * inv_max, cb_s[i1] * inv_max) : 0u;
+#pragma unroll 4
+    for (int j = 0; j < 32; j += kPerStore) {
+      const int entry = j + lane / Cfg::kCopies;
+      const uint32_t v = __shfl_sync(0xffffffffu, value, entry);
+      if (base + entry < Cfg::kPairEntries) lut[(base + j) * Cfg::kCopies + lane] = v;
+    }
   }
 }
 
@@ -185,31 +197,85 @@ __device__ __forceinline__ TilePos locate_tile(int tile, int S, const int* slot_
 // ---------------------------------------------------------------------------
 // Stage: load one K-tile of one tile into a ring slot (whole CTA, cp.async).
 // ---------------------------------------------------------------------------
+// The producer's position: this thread's source pointers and predicates for
+// the current tile, advanced by a constant stride per K-tile (the layout's
+// K-tiles of one expert are N_pad rows apart; the activations 64 elements).
 template <class Cfg>
-__device__ __forceinline__ void load_stage(uint8_t* stage, const KbitParams& p, const TilePos& pos,
-                                           int kt, int tid) {
-  using T = typename Cfg::T;
-  const KbitLayout& L = p.layout;
-  // Weight rows past N_pad do not exist in memory: zero-filled.
-  const int rows_in_mem = min(Cfg::BLOCK_N, L.n_pad - pos.n0);
-  family::copy_to_smem_async(stage, p.b_packed + L.packed_row(pos.expert, kt, pos.n0),
-                             Cfg::kWBytes, rows_in_mem * 8 * Cfg::kBits, tid, Cfg::kThreads);
-  family::copy_to_smem_async(stage + Cfg::kWBytes, p.b_absmax + L.absmax_row(pos.expert, kt, pos.n0),
-                             Cfg::kSBytes, rows_in_mem * 2, tid, Cfg::kThreads);
-  // Activation tile [BLOCK_M][64], 16-byte chunk c of row r stored at chunk
-  // c ^ (r % 8) so that ldmatrix's eight row reads hit eight different bank groups.
-  // Rows past the slot and columns past K (K % 64 == 32) are zero-filled.
-  const uint32_t a_s = ptx::smem_u32(stage + Cfg::kWBytes + Cfg::kSBytes);
-  const T* a = static_cast<const T*>(p.a);
-  const int k0 = kt * kTileK;
-  const int valid_k_bytes = min(kTileK, p.K - k0) * 2;
-  for (int i = tid; i < Cfg::BLOCK_M * 8; i += Cfg::kThreads) {
-    const int r = i >> 3, ch = i & 7;
-    const bool ok = r < pos.rows && ch * 16 < valid_k_bytes;
-    const T* src = ok ? a + size_t(pos.row0 + r) * p.K + k0 + ch * 8 : a;
-    ptx::cp_async_cg16(a_s + r * 128 + ((ch ^ (r & 7)) << 4), src, ok ? 16u : 0u);
+struct LoadCursor {
+  static constexpr int kWChunks = cdiv(Cfg::kWBytes / 16, Cfg::kThreads);   // per thread
+  static constexpr int kAChunks = cdiv(Cfg::BLOCK_M * 8, Cfg::kThreads);
+  const char* w_src;      // plane words of row block n0 at K-tile kt (byte pointer)
+  const char* s_src;      // scale bytes
+  const char* a_src[kAChunks];
+  uint32_t w_ok;          // bit i: weight chunk i of this thread exists in memory
+  bool s_ok;
+  uint32_t a_ok;          // bit i: activation chunk i lies in a valid row
+  int a_ch[kAChunks];     // its 16-byte column chunk (0..7)
+  int kt;
+
+  __device__ __forceinline__ void start(const KbitParams& p, const TilePos& pos, int kt0, int tid) {
+    const KbitLayout& L = p.layout;
+    kt = kt0;
+    w_src = reinterpret_cast<const char*>(p.b_packed + L.packed_row(pos.expert, kt0, pos.n0));
+    s_src = reinterpret_cast<const char*>(p.b_absmax + L.absmax_row(pos.expert, kt0, pos.n0));
+    // Weight rows past N_pad do not exist in memory (last n-block only): zero-filled.
+    const int rows_in_mem = min(Cfg::BLOCK_N, L.n_pad - pos.n0);
+    w_ok = 0;
+#pragma unroll
+    for (int i = 0; i < kWChunks; ++i)
+      w_ok |= uint32_t((i * Cfg::kThreads + tid) * 16 < min(Cfg::kWBytes, rows_in_mem * 8 * Cfg::kBits)) << i;
+    s_ok = tid * 16 < rows_in_mem * 2;
+    const char* a = static_cast<const char*>(p.a);
+    a_ok = 0;
+#pragma unroll
+    for (int i = 0; i < kAChunks; ++i) {
+      const int idx = i * Cfg::kThreads + tid, r = idx >> 3;
+      a_ch[i] = idx & 7;
+      const bool ok = idx < Cfg::BLOCK_M * 8 && r < pos.rows;
+      a_ok |= uint32_t(ok) << i;
+      a_src[i] = ok ? a + (size_t(pos.row0 + r) * p.K + size_t(kt0) * kTileK + a_ch[i] * 8) * sizeof(typename Cfg::T) : a;
+    }
   }
-}
+
+  __device__ __forceinline__ void advance(const KbitParams& p) {
+    const KbitLayout& L = p.layout;
+    ++kt;
+    w_src += size_t(L.n_pad) * 8 * Cfg::kBits;
+    s_src += size_t(L.n_pad) * 2;
+#pragma unroll
+    for (int i = 0; i < kAChunks; ++i)
+      if (a_ok >> i & 1) a_src[i] += kTileK * sizeof(typename Cfg::T);
+  }
+
+  // Issue the copies of the current K-tile into a ring slot (whole CTA).
+  // Activation chunk c of row r goes to chunk c ^ (r % 8) of the row so that
+  // ldmatrix's eight row reads hit eight different bank groups; rows past the
+  // slot and columns past K (the upper half tile when K % 64 == 32) read zero.
+  __device__ __forceinline__ void issue(uint8_t* stage, const KbitParams& p, int tid) const {
+    const uint32_t s = ptx::smem_u32(stage);
+#pragma unroll
+    for (int i = 0; i < kWChunks; ++i) {
+      const int off = (i * Cfg::kThreads + tid) * 16;
+      if (Cfg::kWBytes % (16 * Cfg::kThreads) == 0 || off < Cfg::kWBytes) {
+        const bool ok = w_ok >> i & 1;
+        ptx::cp_async_cg16(s + off, ok ? w_src + off : w_src, ok ? 16u : 0u);
+      }
+    }
+    if (tid < Cfg::kSBytes / 16)
+      ptx::cp_async_cg16(s + Cfg::kWBytes + tid * 16, s_ok ? s_src + tid * 16 : s_src, s_ok ? 16u : 0u);
+    const int valid_chunks = min(kTileK, p.K - kt * kTileK) / 8;
+#pragma unroll
+    for (int i = 0; i < kAChunks; ++i) {
+      const int idx = i * Cfg::kThreads + tid;
+      if ((Cfg::BLOCK_M * 8) % Cfg::kThreads == 0 || idx < Cfg::BLOCK_M * 8) {
+        const int r = idx >> 3;
+        const bool ok = (a_ok >> i & 1) && a_ch[i] < valid_chunks;
+        ptx::cp_async_cg16(s + Cfg::kWBytes + Cfg::kSBytes + r * 128 + ((a_ch[i] ^ (r & 7)) << 4), a_src[i],
+                           ok ? 16u : 0u);
+      }
+    }
+  }
+};
 
 // ---------------------------------------------------------------------------
 // Stage: dequantize. Thread t = lane % 4 of a row's quad owns, in every 32-block,
@@ -230,29 +296,47 @@ __device__ __forceinline__ void load_planes(uint32_t (&p)[kBits], const uint32_t
   }
 }
 
-// Byte i of .lo = index bits 0..3 of pair i interleaved (see build_pair_lut);
-// for k = 5, bits 0..1 of byte i of .hi = bit 4 of the pair.
-struct PairBytes { uint32_t lo, hi; };
+// The pair index of pair i, 2k bits interleaved (see build_pair_lut), is needed
+// as a byte offset into the table: idx * kCopies * 4 + (lane % kCopies) * 4. The
+// planes are rotated so that pair i's bits land directly at byte-offset position,
+// idx << kShift with kShift = log2(kCopies * 4), in byte i of the word (rotated
+// left by kShift): one shift and one lop3 (mask, OR lane offset) per lookup.
+template <int kBits, int kShift>
+struct PairWord {
+  uint32_t lo;   // index bits 0..7 of the four pairs
+  uint32_t hi;   // k = 5: index bits 8..9
+};
 
-template <int kBits>
-__device__ __forceinline__ PairBytes pair_bytes(const uint32_t (&p)[kBits], const uint32_t (&rot)[4]) {
-  // Rotating plane b right by 2t - 2b moves the pair's bits 2t + 8i, 2t + 8i + 1
-  // to 8i + 2b, 8i + 2b + 1; masks keep those two bits per byte.
-  PairBytes x;
-  x.lo = ptx::rotr(p[0], rot[0]) & 0x03030303u;
+template <int kBits, int kShift>
+__device__ __forceinline__ PairWord<kBits, kShift> pair_word(const uint32_t (&p)[kBits],
+                                                             const uint32_t (&rot)[5]) {
+  // rot[b] = (2t - 2b - kShift) mod 32: plane b's two bits of pair i move from
+  // 2t + 8i to 8i + 2b + kShift (mod 32). Masks select those bits; merging by
+  // bit-select (lop3 0xE4: (a & c) | (b & ~c)); for k < 4 the unused positions
+  // keep stale bits, which the lookup's mask never reads.
+  constexpr uint32_t M = 0x03030303u;
+  auto mask = [](int b) { return (M << ((2 * b + kShift) & 31)) | (M >> ((32 - 2 * b - kShift) & 31)); };
+  PairWord<kBits, kShift> w;
+  w.lo = ptx::rotr(p[0], rot[0]);
 #pragma unroll
-  for (int b = 1; b < (kBits < 4 ? kBits : 4); ++b)
-    x.lo = ptx::lop3<0xF8>(x.lo, ptx::rotr(p[b], rot[b]), 0x03030303u << (2 * b));   // a | (b & c)
-  x.hi = 0;
-  if constexpr (kBits == 5) x.hi = ptx::rotr(p[4], rot[0]) & 0x03030303u;
-  return x;
+  for (int b = 1; b < (kBits < 4 ? kBits : 4); ++b) w.lo = ptx::lop3<0xE4>(ptx::rotr(p[b], rot[b]), w.lo, mask(b));
+  w.hi = 0;
+  if constexpr (kBits == 5) w.hi = ptx::rotr(p[4], rot[4]) & mask(4);   // bits 8, 9 at 8i + 8 + kShift
+  return w;
 }
 
-template <class Cfg, int kPair>
-__device__ __forceinline__ uint32_t lookup_pair(const uint32_t* lut_lane, const PairBytes& x) {
-  uint32_t idx = (x.lo >> (8 * kPair)) & 0xFFu;
-  if constexpr (Cfg::kBits == 5) idx |= ((x.hi >> (8 * kPair)) & 3u) << 8;
-  return lut_lane[idx * Cfg::kCopies];
+template <class Cfg, int kPair, int kShift>
+__device__ __forceinline__ uint32_t lookup_pair(const uint8_t* lut, uint32_t lane_off,
+                                                const PairWord<Cfg::kBits, kShift>& w) {
+  constexpr int kIdxBits = 2 * (Cfg::kBits < 4 ? Cfg::kBits : 4);
+  constexpr uint32_t kMask = ((1u << kIdxBits) - 1) << kShift;
+  // byte i sits at 8i + kShift (mod 32): rotate right by 8i.
+  uint32_t off = ptx::lop3<0xEA>(kPair ? ptx::rotr(w.lo, 8 * kPair) : w.lo, kMask, lane_off);   // (a & b) | c
+  if constexpr (Cfg::kBits == 5) {
+    constexpr uint32_t kHiMask = 3u << (8 + kShift);
+    off = ptx::lop3<0xEA>(kPair ? ptx::rotr(w.hi, 8 * kPair) : w.hi, kHiMask, off);
+  }
+  return *reinterpret_cast<const uint32_t*>(lut + off);
 }
 
 // ---------------------------------------------------------------------------
@@ -261,8 +345,9 @@ __device__ __forceinline__ uint32_t lookup_pair(const uint32_t* lut_lane, const 
 // ---------------------------------------------------------------------------
 template <class Cfg>
 __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kNT][Cfg::kMTiles][4], const uint8_t* stage,
-                                          const uint32_t* lut_lane, const float* e4m4,
-                                          const uint32_t (&rot)[4], int warp, int lane) {
+                                          const uint8_t* lut, uint32_t lane_off, const float* e4m4,
+                                          const uint32_t (&rot)[5], int warp, int lane) {
+  constexpr int kShift = Cfg::kLutShift;
   using T = typename Cfg::T;
   const int g = lane >> 2;
   const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage);
@@ -289,18 +374,21 @@ __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kNT][Cfg::kMTiles][4
       uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
       load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
       load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
-      const PairBytes xa = pair_bytes<Cfg::kBits>(pa, rot);
-      const PairBytes xb = pair_bytes<Cfg::kBits>(pb, rot);
-      frag[nt][0][0] = lookup_pair<Cfg, 0>(lut_lane, xa);
-      frag[nt][0][1] = lookup_pair<Cfg, 0>(lut_lane, xb);
-      frag[nt][0][2] = lookup_pair<Cfg, 1>(lut_lane, xa);
-      frag[nt][0][3] = lookup_pair<Cfg, 1>(lut_lane, xb);
-      frag[nt][1][0] = lookup_pair<Cfg, 2>(lut_lane, xa);
-      frag[nt][1][1] = lookup_pair<Cfg, 2>(lut_lane, xb);
-      frag[nt][1][2] = lookup_pair<Cfg, 3>(lut_lane, xa);
-      frag[nt][1][3] = lookup_pair<Cfg, 3>(lut_lane, xb);
-      scale[nt][0] = e4m4[(sbytes[nt][0] >> (8 * blk)) & 0xFFu];
-      scale[nt][1] = e4m4[(sbytes[nt][1] >> (8 * blk)) & 0xFFu];
+      const auto xa = pair_word<Cfg::kBits, kShift>(pa, rot);
+      const auto xb = pair_word<Cfg::kBits, kShift>(pb, rot);
+      frag[nt][0][0] = lookup_pair<Cfg, 0>(lut, lane_off, xa);
+      frag[nt][0][1] = lookup_pair<Cfg, 0>(lut, lane_off, xb);
+      frag[nt][0][2] = lookup_pair<Cfg, 1>(lut, lane_off, xa);
+      frag[nt][0][3] = lookup_pair<Cfg, 1>(lut, lane_off, xb);
+      frag[nt][1][0] = lookup_pair<Cfg, 2>(lut, lane_off, xa);
+      frag[nt][1][1] = lookup_pair<Cfg, 2>(lut, lane_off, xb);
+      frag[nt][1][2] = lookup_pair<Cfg, 3>(lut, lane_off, xa);
+      frag[nt][1][3] = lookup_pair<Cfg, 3>(lut, lane_off, xb);
+      // scale bytes -> byte offsets into the float table (x4), block blk's byte
+      scale[nt][0] = *reinterpret_cast<const float*>(
+          reinterpret_cast<const uint8_t*>(e4m4) + ((blk ? sbytes[nt][0] >> 6 : sbytes[nt][0] << 2) & 0x3FCu));
+      scale[nt][1] = *reinterpret_cast<const float*>(
+          reinterpret_cast<const uint8_t*>(e4m4) + ((blk ? sbytes[nt][1] >> 6 : sbytes[nt][1] << 2) & 0x3FCu));
       if constexpr (!Cfg::kScaleAfterMma) {
         const uint32_t sa = Elem<T>::pack(scale[nt][0], scale[nt][0]);
         const uint32_t sb = Elem<T>::pack(scale[nt][1], scale[nt][1]);
@@ -382,13 +470,13 @@ template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 kbit_gemm_kernel(const KbitParams p) {
   using T = typename Cfg::T;
+  __shared__ __align__(128) uint32_t lut[Cfg::kLutBytes / 4];
+  __shared__ float e4m4[256];
+  __shared__ float cb_s[32];
+  __shared__ int scratch[32];                                    // scan and flags
   extern __shared__ __align__(128) uint8_t smem[];
-  uint32_t* lut = reinterpret_cast<uint32_t*>(smem);
-  float* cb_s = reinterpret_cast<float*>(smem + Cfg::kLutBytes);
-  float* e4m4 = cb_s + 32;
-  int* scratch = reinterpret_cast<int*>(e4m4 + 256);           // 32 ints: scan and flags
-  int* slot_start = scratch + 32;
-  uint8_t* ring = smem + Cfg::kLutBytes + Cfg::kMiscBytes + cdiv((p.E + 1) * 4, 128) * 128;
+  int* slot_start = reinterpret_cast<int*>(smem);
+  uint8_t* ring = smem + cdiv((p.E + 1) * 4, 128) * 128;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
@@ -424,27 +512,34 @@ kbit_gemm_kernel(const KbitParams p) {
   const int u_end = int((long long)(blockIdx.x + 1) * U / G);
   const int first_tile = u_begin / k_tiles;
 
-  const uint32_t* lut_lane = lut + (lane % Cfg::kCopies);
-  uint32_t rot[4];
+  const uint8_t* lut_bytes = reinterpret_cast<const uint8_t*>(lut);
+  const uint32_t lane_off = uint32_t(lane % Cfg::kCopies) * 4;
+  uint32_t rot[5];
 #pragma unroll
-  for (int b = 0; b < 4; ++b) rot[b] = uint32_t(2 * (lane & 3) - 2 * b) & 31u;
+  for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * (lane & 3) - 2 * (b & 3) - (b == 4 ? 8 : 0) - Cfg::kLutShift) & 31u;
 
   // ---- prologue: fill kStages - 1 slots ---------------------------------------
   int ld_u = u_begin;
-  int ld_kt = u_begin % k_tiles;
   TilePos ld_pos = locate_tile<Cfg>(u_begin / k_tiles, S, slot_start, p.offsets, p.E);
-#pragma unroll
-  for (int s = 0; s < Cfg::kStages - 1; ++s) {
+  LoadCursor<Cfg> cur;
+  cur.start(p, ld_pos, u_begin % k_tiles, tid);
+  // Issue the next unit's copies (if any) and move the cursor past it.
+  auto produce = [&](uint8_t* stage) {
     if (ld_u < u_end) {
-      load_stage<Cfg>(ring + s * Cfg::kStageBytes, p, ld_pos, ld_kt, tid);
-      ++ld_u;
-      if (++ld_kt == k_tiles && ld_u < u_end) {
-        ld_kt = 0;
-        ld_pos = locate_tile<Cfg>(ld_pos.tile + 1, S, slot_start, p.offsets, p.E);
+      cur.issue(stage, p, tid);
+      if (++ld_u < u_end) {
+        if (cur.kt + 1 == k_tiles) {
+          ld_pos = locate_tile<Cfg>(ld_pos.tile + 1, S, slot_start, p.offsets, p.E);
+          cur.start(p, ld_pos, 0, tid);
+        } else {
+          cur.advance(p);
+        }
       }
     }
     ptx::cp_async_commit();
-  }
+  };
+#pragma unroll
+  for (int s = 0; s < Cfg::kStages - 1; ++s) produce(ring + s * Cfg::kStageBytes);
 
   // ---- main loop ------------------------------------------------------------
   TilePos pos = locate_tile<Cfg>(first_tile, S, slot_start, p.offsets, p.E);
@@ -460,18 +555,10 @@ kbit_gemm_kernel(const KbitParams p) {
   for (int u = u_begin; u < u_end; ++u) {
     ptx::cp_async_wait<Cfg::kStages - 2>();
     __syncthreads();   // slot (u - u_begin) is ready; slot (u - u_begin - 1) is free
-    if (ld_u < u_end) {
-      load_stage<Cfg>(ring + ((ld_u - u_begin) % Cfg::kStages) * Cfg::kStageBytes, p, ld_pos, ld_kt, tid);
-      ++ld_u;
-      if (++ld_kt == k_tiles && ld_u < u_end) {
-        ld_kt = 0;
-        ld_pos = locate_tile<Cfg>(ld_pos.tile + 1, S, slot_start, p.offsets, p.E);
-      }
-    }
-    ptx::cp_async_commit();
+    produce(ring + ((ld_u - u_begin) % Cfg::kStages) * Cfg::kStageBytes);
 
-    mma_stage<Cfg>(acc, ring + ((u - u_begin) % Cfg::kStages) * Cfg::kStageBytes, lut_lane, e4m4, rot,
-                   warp, lane);
+    mma_stage<Cfg>(acc, ring + ((u - u_begin) % Cfg::kStages) * Cfg::kStageBytes, lut_bytes, lane_off, e4m4,
+                   rot, warp, lane);
 
     if (++kt < k_tiles && u + 1 < u_end) continue;
 

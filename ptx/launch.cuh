@@ -10,11 +10,14 @@ namespace kbit {
 
 // ---- kbit GEMM configurations --------------------------------------------
 // Activation tiles of 8 rows per CTA tile, from the rows one expert is expected
-// to have (all of M for a dense layer). 8 warps; 32 weight rows per warp except
-// for the widest activation tile (register budget); a 4-deep cp.async ring;
-// registers sized for 3 CTAs per SM (<= 80 each) for decode tiles, else 2 (<= 128).
+// to have (all of M for a dense layer). 8 warps of 32 weight rows each (16 for
+// the wide activation tiles: accumulator registers); a 4-deep cp.async ring.
+// Registers are sized for 3 CTAs per SM (<= 80 each) on the decode tiles of
+// k = 2 and 4; k = 3 needs more registers and k = 5 fits only 2 CTAs per SM in
+// shared memory, so those and the wider tiles get 2 CTAs (<= 128).
 template <int kBits, typename T, int kMTiles>
-using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 8 ? 1 : 2), 4, (kMTiles == 1 ? 3 : 2)>;
+using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
+                            (kMTiles == 1 && (kBits == 2 || kBits == 4) ? 3 : 2)>;
 
 inline int kbit_pick_mtiles(int M, int E) {
   const int active = E < M ? E : M;
@@ -24,25 +27,31 @@ inline int kbit_pick_mtiles(int M, int E) {
 
 struct OccupancyCache {
   std::mutex mu;
-  std::map<std::pair<const void*, long long>, int> blocks_per_sm;
+  std::map<std::pair<const void*, long long>, int> blocks_per_sm;   // (kernel, device|smem)
+  std::map<std::pair<const void*, int>, size_t> smem_limit;         // (kernel, device)
 };
 inline OccupancyCache& occupancy_cache() {
   static OccupancyCache cache;
   return cache;
 }
 
-// CTAs of `kernel` resident per SM with `smem` bytes of dynamic shared memory
-// (sets the kernel's shared-memory limit on first use on each device).
+// CTAs of `kernel` resident per SM with `smem` bytes of dynamic shared memory.
+// The kernel's dynamic shared-memory limit is a per-function attribute: it is
+// only ever raised (a launch above it fails), once per device and size.
 inline const char* resident_ctas(const void* kernel, int threads, size_t smem, int device, int* out) {
   OccupancyCache& cache = occupancy_cache();
-  const auto key = std::make_pair(kernel, (long long)device << 32 | (long long)smem);
   std::lock_guard<std::mutex> lock(cache.mu);
+  size_t& limit = cache.smem_limit[std::make_pair(kernel, device)];
+  if (smem > limit) {
+    const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    if (err != cudaSuccess) return cudaGetErrorString(err);
+    limit = smem;
+  }
+  const auto key = std::make_pair(kernel, (long long)device << 32 | (long long)smem);
   auto it = cache.blocks_per_sm.find(key);
   if (it != cache.blocks_per_sm.end()) { *out = it->second; return nullptr; }
-  cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
-  if (err != cudaSuccess) return cudaGetErrorString(err);
   int n = 0;
-  err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem);
+  const cudaError_t err = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, kernel, threads, smem);
   if (err != cudaSuccess) return cudaGetErrorString(err);
   if (n < 1) return "kbit: kernel does not fit on one SM (shared memory or registers)";
   cache.blocks_per_sm[key] = n;

@@ -1,21 +1,37 @@
 #!/usr/bin/env bash
-# One device call: build, GPU tests, sanitizer, harness tests and benchmarks.
-# Usage (on the GPU machine, repo root): bash scripts/device_run.sh [bench-filter] [extra run.py args]
-# Logs go to $OUT (or ./out); the last lines are a short table.
+# One device call: build, GPU tests, sanitizers, host overhead, ncu, benchmarks.
+# Usage (repo root on the GPU machine): STEPS="build tests sanitize host ncu bench" \
+#   BENCH='regex' NCU='case1 case2' bash scripts/device_run.sh [extra eval/run.py args]
+# Logs go to $OUT (or ./out).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 KBIT_BUILD_DIR=/tmp/kbit_build
-FILTER=${1:-}; shift || true
-nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv | tee "$OUT/gpu.txt"
-t0=$(date +%s)
-python3 -c "import torch, submission as S, reference as R; d=R.generate_input(m=1,n=64,k=64,bits=4,dtype='float16',device='cuda'); S.custom_kernel(d); print('built family', S._module_for(torch.device('cuda'))[1])" 2>&1 | tail -3
-echo "build: $(( $(date +%s) - t0 )) s"
-python3 -m pytest -q -x tests/test_gpu_wrappers.py tests/test_gpu_kernels.py 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -15
-if [ "${SANITIZE:-1}" = 1 ]; then
-  compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_cases.py > "$OUT/memcheck.txt" 2>&1; echo "memcheck rc=$?"; tail -3 "$OUT/memcheck.txt"
-  compute-sanitizer --tool racecheck --error-exitcode 9 python3 scripts/sanitize_cases.py > "$OUT/racecheck.txt" 2>&1; echo "racecheck rc=$?"; tail -3 "$OUT/racecheck.txt"
+STEPS=${STEPS:-build tests sanitize host bench}
+has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
+if has build; then
+  t0=$(date +%s)
+  python3 -c "import torch, submission as S, reference as R; d=R.generate_input(m=1,n=64,k=64,bits=4,dtype='float16',device='cuda'); S.custom_kernel(d); print('built family', S._module_for(torch.device('cuda'))[1])" 2>&1 | tail -3
+  echo "build: $(( $(date +%s) - t0 )) s"
 fi
-python3 eval/run.py --mode test 2>&1 | tail -4
-if [ -n "$FILTER" ]; then
-  python3 eval/run.py --mode benchmark --filter "$FILTER" --json "$OUT/bench.json" "$@" 2>&1 | tee "$OUT/bench.txt" | tail -60
+if has tests; then
+  python3 -m pytest -q -x tests/test_gpu_wrappers.py tests/test_gpu_kernels.py 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -4
+  python3 eval/run.py --mode test > "$OUT/tests.txt" 2>&1; grep -E "FAIL|^tests" "$OUT/tests.txt" | tail -5
+fi
+if has sanitize; then
+  compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_cases.py > "$OUT/memcheck.txt" 2>&1; echo "memcheck rc=$? $(tail -1 "$OUT/memcheck.txt")"
+  compute-sanitizer --tool racecheck --error-exitcode 9 python3 scripts/sanitize_cases.py > "$OUT/racecheck.txt" 2>&1; echo "racecheck rc=$? $(tail -1 "$OUT/racecheck.txt")"
+fi
+if has host; then python3 scripts/host_overhead.py 2>&1 | tee "$OUT/host.txt"; fi
+if has ncu; then
+  for c in ${NCU:-}; do
+    ncu --clock-control none -k regex:"kbit_gemm|nvfp4" --launch-skip 3 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
+      python3 scripts/profile_case.py "$c" > "$OUT/ncu_$c.txt" 2>&1
+    echo "== ncu $c"; grep -E "Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Issue Slots Busy|Eligible Warps|No Eligible|Warp Cycles Per Issued|Grid Size|Block Limit" "$OUT/ncu_$c.txt" | sed 's/  \+/ /g'
+  done
+fi
+if has bench; then
+  python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/bench.json" "$@" > "$OUT/bench.txt" 2>&1
+  grep -E "^  (pass|FAIL)|streaming|benchmarks:" "$OUT/bench.txt" | cut -c1-130
 fi
