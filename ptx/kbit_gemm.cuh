@@ -74,6 +74,18 @@ struct KbitConfig {
   static_assert(kStages >= 2, "the ring needs at least two stages");
 };
 
+// Register budget (min CTAs per SM for __launch_bounds__). The sm_80 code of
+// the widest activation tile needs slightly more than 128 registers (ptxas
+// hoists its ldmatrix loads); sm_90a code fits 128, i.e. 2 CTAs per SM.
+template <class Cfg>
+__host__ __device__ constexpr int launch_min_blocks() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  return Cfg::kMTiles >= 8 ? 1 : Cfg::kMinBlocks;
+#else
+  return Cfg::kMinBlocks;
+#endif
+}
+
 struct KbitParams {
   const void* a;           // [M, K] T, row-major
   const int32_t* b_packed;
@@ -467,7 +479,7 @@ __device__ __forceinline__ int ws_index(int warp, int lane, int nt, int mt, int 
 // The kernel.
 // ---------------------------------------------------------------------------
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+__global__ void __launch_bounds__(Cfg::kThreads, launch_min_blocks<Cfg>())
 kbit_gemm_kernel(const KbitParams p) {
   using T = typename Cfg::T;
   __shared__ __align__(128) uint32_t lut[Cfg::kLutBytes / 4];
