@@ -612,50 +612,58 @@ def _shorten(name: str) -> str:
     return name.replace("kbit::", "").replace("__nv_bfloat16", "bf16").replace("__half", "f16")
 
 
-def compile_source(source: str, arch: str, extra_flags: Optional[list] = None,
+def compile_source(source: str, arch: str, extra_flags: Optional[list] = None, host: bool = False,
                    nvcc: str = "nvcc", timeout: int = 900):
-    """nvcc -cubin of `source` for sm_<arch>. Returns (returncode, output text, reports)."""
+    """nvcc of `source` for sm_<arch> with the module's flags and ptxas -v:
+    `-cubin` (device code only), or with host=True an object file (device and
+    host code, as load_inline builds it). Returns (returncode, output, reports)."""
     from submission import NVCC_FLAGS, TORCH_NVCC_DEFINES, gencode
     with tempfile.TemporaryDirectory() as tmp:
         src = Path(tmp) / "tu.cu"
         src.write_text(source)
-        cmd = [nvcc, "-cubin", *NVCC_FLAGS, *TORCH_NVCC_DEFINES, gencode(arch), "-Xptxas", "-v",
-               *(extra_flags or []), str(src), "-o", str(Path(tmp) / "tu.cubin")]
+        mode = ["-c", "-Xcompiler", "-fPIC"] if host else ["-cubin"]
+        cmd = [nvcc, *mode, *NVCC_FLAGS, *TORCH_NVCC_DEFINES, gencode(arch), "-Xptxas", "-v",
+               *(extra_flags or []), str(src), "-o", str(Path(tmp) / "tu.out")]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     text = proc.stdout + proc.stderr
     return proc.returncode, text, parse_ptxas(text)
 
 
+def report_ok(rc: int, reports: list) -> bool:
+    """A build passes when nvcc succeeded, ptxas reported kernels and none spills."""
+    return rc == 0 and bool(reports) and not any(r.spill_stores or r.spill_loads for r in reports)
+
+
 def run_compile(families: list, log, jobs: int = 2) -> bool:
-    """Build every family's translation unit for its targets; print registers,
-    spills and shared memory per kernel. False on any error or spill."""
+    """Build every family's translation unit for its targets (the first target as
+    an object file, so host code is compiled too); print registers, spills and
+    shared memory per kernel. False on any error or spill."""
     import submission as S
     from concurrent.futures import ThreadPoolExecutor
-    work = [(f, arch) for f in families for arch in S.COMPILE_TARGETS[f]]
+    work = [(f, arch, i == 0) for f in families for i, arch in enumerate(S.COMPILE_TARGETS[f])]
 
     def one(item):
-        fam, arch = item
+        fam, arch, host = item
         t0 = time.perf_counter()
-        rc, text, reps = compile_source(S.assemble_source(fam), arch)
-        return fam, arch, rc, text, reps, time.perf_counter() - t0
+        rc, text, reps = compile_source(S.assemble_source(fam), arch, host=host)
+        return fam, arch, host, rc, text, reps, time.perf_counter() - t0
 
     ok = True
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for fam, arch, rc, text, reps, dt in pool.map(one, work):
-            log(f"== family {fam}, sm_{arch}: {'ok' if rc == 0 else 'ERROR'} ({dt:.0f} s, {len(reps)} kernels)")
+        for fam, arch, host, rc, text, reps, dt in pool.map(one, work):
+            good = report_ok(rc, reps)
+            ok = ok and good
+            kind = "object (device + host code)" if host else "cubin"
+            log(f"== family {fam}, sm_{arch}, {kind}: {'ok' if good else 'FAILED'} ({dt:.0f} s, {len(reps)} kernels)")
             if rc != 0:
-                ok = False
                 log("\n".join(l for l in text.splitlines() if "error" in l.lower())[:4000] or text[-4000:])
                 continue
             names = demangle([r.name for r in reps])
             log(f"   {'kernel':70s} {'regs':>5s} {'spill st/ld':>12s} {'stack':>6s} {'smem':>6s}")
             for r, n in zip(reps, names):
-                spill = r.spill_stores + r.spill_loads
-                flag = "  <-- SPILL" if spill else ""
+                flag = "  <-- SPILL" if r.spill_stores or r.spill_loads else ""
                 log(f"   {n[:70]:70s} {r.registers:5d} {r.spill_stores:5d}/{r.spill_loads:<6d} {r.stack:6d} "
                     f"{r.smem:6d}{flag}")
-                if spill:
-                    ok = False
     return ok
 
 

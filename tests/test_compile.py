@@ -1,0 +1,66 @@
+"""Compile mode without a GPU: every PTX family builds with nvcc for its targets
+with no spills, and a planted spill or syntax error fails loudly."""
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import run
+import submission as S
+
+ROOT = Path(__file__).resolve().parent.parent
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+PLANTED_SPILL = r"""
+__global__ void planted_spill(float* out, int n) {
+  float v[48];
+#pragma unroll
+  for (int i = 0; i < 48; ++i) v[i] = out[(i * 977 + threadIdx.x) % n];
+  float s = 0.f;
+#pragma unroll
+  for (int i = 0; i < 48; ++i)
+#pragma unroll
+    for (int j = 0; j < 48; ++j) s = fmaf(v[i], v[j] + s, s);
+  out[threadIdx.x] = s;
+}
+"""
+
+
+@needs_nvcc
+def test_planted_spill_fails():
+    rc, text, reports = run.compile_source(PLANTED_SPILL, "80", extra_flags=["-maxrregcount=24"])
+    assert rc == 0 and reports and reports[0].spill_stores > 0
+    assert not run.report_ok(rc, reports)
+
+
+@needs_nvcc
+def test_planted_syntax_error_fails():
+    rc, text, reports = run.compile_source("__global__ void broken( { }", "80")
+    assert rc != 0 and "error" in text
+    assert not run.report_ok(rc, reports)
+
+
+@needs_nvcc
+@pytest.mark.parametrize("family", S.FAMILIES)
+def test_family_compiles_without_spills(family):
+    lines = []
+    assert run.run_compile([family], lines.append), "\n".join(lines)
+    assert any("kbit_gemm_kernel" in l or "kbit_gemm" in l for l in lines)
+
+
+@needs_nvcc
+def test_compile_mode_exit_code_on_planted_error(tmp_path, monkeypatch):
+    """--mode compile exits non-zero when a family's source does not build."""
+    bad = tmp_path / "ptx"
+    shutil.copytree(ROOT / "ptx", bad)
+    with open(bad / "sm80.cuh", "a") as f:
+        f.write("\nthis is not C++;\n")
+    code = ("import sys; sys.argv=['run.py','--mode','compile','--family','sm80'];"
+            f"import submission as S; from pathlib import Path; S.PTX = Path(r'{bad}');"
+            "import run; sys.exit(run.main(sys.argv[1:]))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT / "eval", capture_output=True, text=True,
+                          env={**__import__('os').environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'eval'}"})
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert "FAILED" in proc.stdout
