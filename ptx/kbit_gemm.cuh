@@ -486,7 +486,8 @@ kbit_gemm_kernel(const KbitParams p) {
   __shared__ float e4m4[256];
   __shared__ float cb_s[32];
   __shared__ int scratch[32];                                    // scan and flags
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t kbit_smem[];
+  uint8_t* smem = kbit_smem;
   int* slot_start = reinterpret_cast<int*>(smem);
   uint8_t* ring = smem + cdiv((p.E + 1) * 4, 128) * 128;
 

@@ -55,7 +55,8 @@ constexpr int kNvfp4Threads = 256;
 
 __global__ void __launch_bounds__(kNvfp4Threads)
 nvfp4_gemv_kernel(const Nvfp4Params p) {
-  extern __shared__ __align__(128) uint8_t smem[];
+  extern __shared__ __align__(128) uint8_t nvfp4_smem[];
+  uint8_t* smem = nvfp4_smem;
   const int chunks = p.k / 32;                       // 32 elements = 16 bytes of a
   uint4* b_lo = reinterpret_cast<uint4*>(smem);      // elements 32c .. 32c+15 as int8
   uint4* b_hi = b_lo + chunks;                       // elements 32c+16 .. 32c+31
