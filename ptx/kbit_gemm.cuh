@@ -74,13 +74,15 @@ struct KbitConfig {
   static_assert(kStages >= 2, "the ring needs at least two stages");
 };
 
-// Register budget (min CTAs per SM for __launch_bounds__). The sm_80 code of
-// the widest activation tile needs slightly more than 128 registers (ptxas
-// hoists its ldmatrix loads); sm_90a code fits 128, i.e. 2 CTAs per SM.
+// Register budget (min CTAs per SM for __launch_bounds__). Ampere/Ada SMs hold
+// at most 164 KB of shared memory, so 3 decode CTAs (72 KB each) never fit
+// there: sm_8x code gets the 2-CTA budget (<= 128 registers), and the widest
+// activation tile, which ptxas builds with slightly more than 128 registers for
+// sm_80, gets 1. sm_90a code fits the configured budgets.
 template <class Cfg>
 __host__ __device__ constexpr int launch_min_blocks() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-  return Cfg::kMTiles >= 8 ? 1 : Cfg::kMinBlocks;
+  return Cfg::kMTiles >= 8 ? 1 : (Cfg::kMinBlocks < 2 ? Cfg::kMinBlocks : 2);
 #else
   return Cfg::kMinBlocks;
 #endif
@@ -519,7 +521,10 @@ kbit_gemm_kernel(const KbitParams p) {
   const int n_blocks = cdiv(p.N, Cfg::BLOCK_N);
   const int k_tiles = p.layout.k_tiles;
   const long long U = (long long)S * n_blocks * k_tiles;
-  const long long G = min((long long)gridDim.x, U);
+  // At least kMinUnits units per CTA: a tile is then split between at most
+  // k_tiles / kMinUnits + 1 CTAs, which bounds the serial fix-up below.
+  constexpr int kMinUnits = 8;
+  const long long G = max(1ll, min((long long)gridDim.x, U / kMinUnits));
   if ((long long)blockIdx.x >= G) return;
   const int u_begin = int((long long)blockIdx.x * U / G);
   const int u_end = int((long long)(blockIdx.x + 1) * U / G);
@@ -609,19 +614,31 @@ kbit_gemm_kernel(const KbitParams p) {
           for (int mt = 0; mt < Cfg::kMTiles; ++mt)
 #pragma unroll
             for (int q = 0; q < 4; ++q) sum[nt][mt][q] = 0.f;
-        for (int cta = c_first; cta <= c_last; ++cta) {
-          const int cta_first_tile = int((long long)cta * U / G) / k_tiles;
-          const int slot = pos.tile == cta_first_tile ? 0 : 1;
-          const float* part = p.workspace + (size_t(cta) * 2 + slot) * (Cfg::BLOCK_N * Cfg::BLOCK_M);
+        // Parts in CTA order (deterministic). Every contributor but the first has
+        // this tile as its first tile (workspace slot 0).
+        const int s_first = pos.tile == int((long long)c_first * U / G) / k_tiles ? 0 : 1;
+        constexpr int kBatch = 1;   // more in flight spills registers in the main loop
+        constexpr int kTile = Cfg::BLOCK_N * Cfg::BLOCK_M;
+        for (int cta0 = c_first; cta0 <= c_last; cta0 += kBatch) {
 #pragma unroll
           for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll
             for (int mt = 0; mt < Cfg::kMTiles; ++mt)
 #pragma unroll
-              for (int q = 0; q < 4; ++q)
-                sum[nt][mt][q] += cta == int(blockIdx.x)
-                                      ? acc[nt][mt][q]
-                                      : ptx::ld_global_cg_f32(part + ws_index<Cfg>(warp, lane, nt, mt, q));
+              for (int q = 0; q < 4; ++q) {
+                const int idx = ws_index<Cfg>(warp, lane, nt, mt, q);
+                float v[kBatch];
+#pragma unroll
+                for (int b = 0; b < kBatch; ++b) {
+                  const int cta = cta0 + b;
+                  const size_t slot = size_t(cta) * 2 + (cta == c_first ? s_first : 0);
+                  v[b] = cta <= c_last && cta != int(blockIdx.x) ? ptx::ld_global_cg_f32(p.workspace + slot * kTile + idx)
+                                                                 : acc[nt][mt][q];
+                }
+#pragma unroll
+                for (int b = 0; b < kBatch; ++b)
+                  if (cta0 + b <= c_last) sum[nt][mt][q] += v[b];
+              }
         }
         store_tile<Cfg>(p, pos, sum, cb_max, warp, lane);
         if (tid == 0) p.counters[pos.tile] = 0;   // ready for the next launch
