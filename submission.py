@@ -368,21 +368,44 @@ def tc_path_ok(module, problem: str, device: torch.device) -> bool:
 # Entry point
 # ----------------------------------------------------------------------------
 
+def _cuda_module(device: torch.device):
+    """(module, family) for a CUDA device, cached per device index (the fast path
+    of every call). (None, None) where the portable path runs instead."""
+    key = (device.index, os.environ.get("KBIT_PTX_FAMILY"), os.environ.get("KBIT_PORTABLE"))
+    hit = _device_modules.get(key)
+    if hit is None:
+        hit = _device_modules[key] = _module_for(device)
+    return hit
+
+
+_device_modules: dict = {}
+
+
 def custom_kernel(data):
     """Compute the problem of `data` (reference.py) and return its output tensor,
     written in place (data.c for kbit_gemm, data[6] for nvfp4_gemv)."""
+    if type(data) is R.KbitGemmInput and all(isinstance(t, torch.Tensor) for t in data) and data.a.is_cuda:
+        # GPU fast path: the binding validates in C++ (same checks and messages
+        # as validate_kbit) before launching.
+        module, family = _cuda_module(data.a.device)
+        if module is not None:
+            if os.environ.get("KBIT_VALIDATE_OFFSETS") == "1":
+                validate_kbit(data)
+            path = 1 if family == "sm100" and tc_path_ok(module, "kbit_gemm", data.a.device) else 0
+            module.kbit_gemm(*data, path)
+            return data.c
     problem = R.problem_of(data)
     if problem == "kbit_gemm":
         dims = validate_kbit(data)
         if dims["M"] == 0:
             return data.c
-        module, family = _module_for(data.a.device)
+        module, family = _cuda_module(data.a.device) if data.a.is_cuda else (None, None)
         if module is None:
             return portable_kbit(data)
         path = 1 if family == "sm100" and tc_path_ok(module, problem, data.a.device) else 0
         return _run_path(module, problem, data, path)
     validate_nvfp4(data)
-    module, family = _module_for(data[0].device)
+    module, family = _cuda_module(data[0].device) if data[0].is_cuda else (None, None)
     if module is None:
         return portable_nvfp4(data)
     path = 1 if family == "sm100" and tc_path_ok(module, problem, data[0].device) else 0

@@ -103,3 +103,21 @@ def test_kbit_bad_offsets_are_loud():
             S.custom_kernel(bad)
     finally:
         del os.environ["KBIT_VALIDATE_OFFSETS"]
+
+
+@requires_sm80
+def test_bad_input_raises_value_error_on_gpu():
+    """The GPU fast path validates in C++: the same bad inputs as the CPU tests
+    raise ValueError (no launch, no illegal access)."""
+    from test_submission_cpu import BAD_KBIT
+    for name, mutate, match in BAD_KBIT:
+        data = R.generate_input("kbit_gemm", m=5, n=40, k=96, bits=3, dtype="float16", experts=3, seed=1,
+                                device="cuda")
+        bad = mutate(R.KbitGemmInput(*(t if not isinstance(t, torch.Tensor) or t.is_cuda else t.cuda()
+                                       for t in data)))
+        if name == "offsets values" or name == "offsets end":
+            bad = bad._replace(offsets=bad.offsets.cuda())
+            continue    # values: checked on the device (NaN output) unless KBIT_VALIDATE_OFFSETS=1
+        with pytest.raises(ValueError, match=match):
+            S.custom_kernel(bad)
+        torch.cuda.synchronize()
