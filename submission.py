@@ -327,8 +327,10 @@ def _selfcheck_inputs(problem: str, device):
 
 def _run_path(module, problem: str, data, path: int):
     if problem == "kbit_gemm":
-        module.kbit_gemm(data.a, data.b_packed, data.b_absmax, data.codebook, data.offsets,
-                         data.c, path)
+        bad = module.kbit_gemm(data.a, data.b_packed, data.b_absmax, data.codebook, data.offsets,
+                               data.c, path)
+        if bad:
+            raise ValueError(bad)
         return data.c
     a, b, sfa, sfb, sfa_p, sfb_p, c = data
     sfa_plain = _plain_sf_usable(sfa, a.device)
@@ -392,7 +394,9 @@ def custom_kernel(data):
             if os.environ.get("KBIT_VALIDATE_OFFSETS") == "1":
                 validate_kbit(data)
             path = 1 if family == "sm100" and tc_path_ok(module, "kbit_gemm", data.a.device) else 0
-            module.kbit_gemm(*data, path)
+            bad = module.kbit_gemm(*data, path)
+            if bad:
+                raise ValueError(bad)
             return data.c
     problem = R.problem_of(data)
     if problem == "kbit_gemm":

@@ -137,21 +137,25 @@ def should_stop(samples: list, elapsed_s: float, min_time_s: float = 0.1, rel_er
 # ----------------------------------------------------------------------------
 
 class Timer:
-    """Times one call: CUDA events with the L2 flushed before the call (the flush
-    buffer is allocated once, >= 2x L2), or perf_counter on the CPU."""
+    """Times one call: CUDA events with the L2 flushed before the call, or
+    perf_counter on the CPU. The flush READS a buffer of >= 2x L2 (allocated
+    once): the L2 then holds clean, unrelated lines. (Writing the buffer, as the
+    GPU MODE harness does, leaves L2 full of dirty lines whose write-back the
+    next kernel pays for.)"""
 
     def __init__(self, device: torch.device):
         self.device = device
         self.cuda = device.type == "cuda"
         if self.cuda:
             l2 = torch.cuda.get_device_properties(device).L2_cache_size
-            self.flush_buf = torch.empty(max(2 * l2, 128 << 20), dtype=torch.uint8, device=device)
+            self.flush_buf = torch.ones(max(2 * l2, 128 << 20) // 4, dtype=torch.int32, device=device)
+            self.flush_out = torch.zeros((), dtype=torch.int64, device=device)
             self.start = torch.cuda.Event(enable_timing=True)
             self.end = torch.cuda.Event(enable_timing=True)
 
     def flush(self):
         if self.cuda:
-            self.flush_buf.zero_()
+            torch.sum(self.flush_buf, dim=0, dtype=torch.int64, out=self.flush_out)
 
     def time_us(self, fn: Callable[[], object], before: Optional[Callable[[], None]] = None) -> float:
         if before is not None:
@@ -182,11 +186,11 @@ class Timer:
         g_both, g_flush = torch.cuda.CUDAGraph(), torch.cuda.CUDAGraph()
         with torch.cuda.graph(g_both, stream=stream):
             for _ in range(reps):
-                self.flush_buf.zero_()
+                self.flush()
                 fn()
         with torch.cuda.graph(g_flush, stream=stream):
             for _ in range(reps):
-                self.flush_buf.zero_()
+                self.flush()
         out = []
         for _ in range(5):
             t = []

@@ -15,9 +15,9 @@ namespace {
 
 void check(const char* err) { TORCH_CHECK(err == nullptr, err ? err : ""); }
 
-// Split-K workspace and arrival counters, per device, grown on demand and then
-// reused: a steady-state call allocates nothing. The kernel returns the counters
-// to zero, so they are zeroed only when allocated.
+// Split-tile workspace and arrival counters, per device, grown on demand and
+// then reused: a steady-state call allocates nothing. The kernel returns both to
+// zero, so they are zeroed only when allocated.
 struct Scratch {
   at::Tensor workspace, counters;
 };
@@ -28,7 +28,7 @@ std::pair<float*, int32_t*> scratch_for(const at::Device& dev, const kbit_api::K
   std::lock_guard<std::mutex> lock(g_mu);
   Scratch& s = g_scratch.at(dev.index());
   if (!s.workspace.defined() || size_t(s.workspace.numel()) < plan.workspace_floats)
-    s.workspace = at::empty({int64_t(plan.workspace_floats)}, at::TensorOptions().dtype(at::kFloat).device(dev));
+    s.workspace = at::zeros({int64_t(plan.workspace_floats)}, at::TensorOptions().dtype(at::kFloat).device(dev));
   if (!s.counters.defined() || size_t(s.counters.numel()) < plan.counters)
     s.counters = at::zeros({int64_t(plan.counters)}, at::TensorOptions().dtype(at::kInt).device(dev));
   return {s.workspace.data_ptr<float>(), s.counters.data_ptr<int32_t>()};
@@ -55,14 +55,14 @@ kbit_api::KbitArgs kbit_args(const at::Tensor& a, const at::Tensor& b_packed, co
 }
 
 // Input validation of kbit_gemm, the same checks as submission.validate_kbit
-// (which serves the CPU path) at a fraction of the host time: ValueError with
-// the same wording before any launch.
+// (which serves the CPU path) at a fraction of the host time. Returns "" or the
+// message; submission.py raises it as a ValueError (before any launch).
 #define KBIT_REQUIRE(cond, msg)                               \
   do {                                                        \
     if (!(cond)) {                                            \
       std::ostringstream os_;                                 \
       os_ << msg;                                             \
-      throw pybind11::value_error(os_.str());                 \
+      return os_.str();                                       \
     }                                                         \
   } while (0)
 
@@ -74,8 +74,8 @@ std::string shape_str(const at::Tensor& t) {
   return os.str();
 }
 
-void validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::Tensor& ba, const at::Tensor& cb,
-                   const at::Tensor& offs, const at::Tensor& c) {
+std::string validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::Tensor& ba, const at::Tensor& cb,
+                          const at::Tensor& offs, const at::Tensor& c) {
   KBIT_REQUIRE(a.dim() == 2, "a must be 2-D [M, K], got shape " << shape_str(a));
   KBIT_REQUIRE(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
                "a must be float16 or bfloat16, got " << a.scalar_type());
@@ -114,22 +114,26 @@ void validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::Tensor& 
   for (const auto& [t, name] : {std::make_pair(&a, "a"), std::make_pair(&bp, "b_packed"), std::make_pair(&ba, "b_absmax")})
     KBIT_REQUIRE(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0,
                  name << " must be 16-byte aligned (data_ptr % 16 == 0)");
+  return std::string();
 }
 
 // path 0: mma.sync kernel (every family); path 1: tcgen05 kernel (sm100 family).
-void kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at::Tensor codebook,
-               at::Tensor offsets, at::Tensor c, int64_t path) {
-  validate_kbit(a, b_packed, b_absmax, codebook, offsets, c);
+// Returns "" after launching, or a validation message (nothing launched).
+std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at::Tensor codebook,
+                      at::Tensor offsets, at::Tensor c, int64_t path) {
+  std::string bad = validate_kbit(a, b_packed, b_absmax, codebook, offsets, c);
+  if (!bad.empty()) return bad;
   TORCH_CHECK(a.is_cuda(), "kbit_gemm: tensors must be on a CUDA device");
   const c10::cuda::CUDAGuard guard(a.device());
   const kbit_api::KbitArgs args = kbit_args(a, b_packed, b_absmax, codebook, offsets, c);
-  if (args.M == 0) return;
+  if (args.M == 0) return std::string();
   kbit_api::KbitPlan plan;
   check(kbit_api::kbit_gemm_plan(args, a.device().index(), &plan));
   auto [ws, counters] = scratch_for(a.device(), plan);
   void* stream = at::cuda::getCurrentCUDAStream().stream();
   check(path == 1 ? kbit_api::kbit_gemm_run_tc(args, plan, ws, counters, stream)
                   : kbit_api::kbit_gemm_run(args, plan, ws, counters, stream));
+  return std::string();
 }
 
 // sfa / sfb: plain [rows, k/16, l] when `blocked` is false, else the 128x4
@@ -164,7 +168,7 @@ void nvfp4_gemv(at::Tensor a, at::Tensor b, at::Tensor sfa, at::Tensor sfb, at::
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("kbit_gemm", &kbit_gemm, "fused kbit dequantize + GEMM (writes c)");
+  m.def("kbit_gemm", &kbit_gemm, "fused kbit dequantize + GEMM (writes c); returns \"\" or a validation message");
   m.def("nvfp4_gemv", &nvfp4_gemv, "NVFP4 batched scaled GEMV (writes c)");
   m.def("family", &kbit_api::family_name, "PTX family of this build");
   m.def("has_tcgen05", &kbit_api::has_tcgen05, "1 if the tcgen05 paths are built in");

@@ -17,8 +17,9 @@
 //   activation tiles: 4 FMAs per 16 weights) or the fragment (many tiles).
 // * Work is a flat list of units (tile, K-tile), tile = (expert slot, n-block); a
 //   persistent grid splits it evenly ("stream-K"), so every SM streams the same
-//   number of bytes whatever the shape. A tile split between CTAs is summed by
-//   its last-arriving CTA in a fixed order: results are deterministic.
+//   number of bytes whatever the shape. The CTAs sharing a tile add their parts
+//   with fp32 atomics; the last to arrive writes C (summation order, hence the
+//   last bits, may vary between runs).
 // * Global -> shared copies go through a kStages-deep cp.async ring; the expert
 //   offsets are read on the device (no host synchronization, graph capturable).
 //
@@ -95,7 +96,7 @@ struct KbitParams {
   const float* codebook;   // [2^k]
   const int32_t* offsets;  // [E + 1]
   void* c;                 // [M, N] T, row-major
-  float* workspace;        // [gridDim.x][2][BLOCK_N * BLOCK_M] partial tiles
+  float* workspace;        // [max_tiles][BLOCK_N * BLOCK_M] fp32 sums of split tiles, zero between launches
   int32_t* counters;       // [max_tiles] arrival counters, zero between launches
   int M, N, K, E;
   int max_tiles;
@@ -521,9 +522,9 @@ kbit_gemm_kernel(const KbitParams p) {
   const int n_blocks = cdiv(p.N, Cfg::BLOCK_N);
   const int k_tiles = p.layout.k_tiles;
   const long long U = (long long)S * n_blocks * k_tiles;
-  // At least kMinUnits units per CTA: a tile is then split between at most
-  // k_tiles / kMinUnits + 1 CTAs, which bounds the serial fix-up below.
-  constexpr int kMinUnits = 8;
+  // At least kMinUnits units per CTA: the pipeline gets a few K-tiles to overlap,
+  // and a tile is split between at most k_tiles / kMinUnits + 1 CTAs.
+  constexpr int kMinUnits = 2;
   const long long G = max(1ll, min((long long)gridDim.x, U / kMinUnits));
   if ((long long)blockIdx.x >= G) return;
   const int u_begin = int((long long)blockIdx.x * U / G);
@@ -586,15 +587,18 @@ kbit_gemm_kernel(const KbitParams p) {
     if (full) {
       store_tile<Cfg>(p, pos, acc, cb_max, warp, lane);
     } else {
-      // Our part goes to our slot of the workspace: 0 if this is our first tile.
-      const int my_slot = pos.tile == first_tile ? 0 : 1;
-      float* ws = p.workspace + (size_t(blockIdx.x) * 2 + my_slot) * (Cfg::BLOCK_N * Cfg::BLOCK_M);
+      // Split tile: every contributor adds its part into the tile's fp32
+      // workspace (fire-and-forget atomics), then counts itself in; the last to
+      // arrive reads the sums, writes C, and zeroes the region for the next launch.
+      // One round trip whatever the number of contributors; the summation order
+      // (hence the last bits of the fp32 sum) varies between runs.
+      float* ws = p.workspace + size_t(pos.tile) * (Cfg::BLOCK_N * Cfg::BLOCK_M);
 #pragma unroll
       for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll
         for (int mt = 0; mt < Cfg::kMTiles; ++mt)
 #pragma unroll
-          for (int q = 0; q < 4; ++q) ws[ws_index<Cfg>(warp, lane, nt, mt, q)] = acc[nt][mt][q];
+          for (int q = 0; q < 4; ++q) atomicAdd(ws + ws_index<Cfg>(warp, lane, nt, mt, q), acc[nt][mt][q]);
       __threadfence();
       __syncthreads();
       // Contributors: the CTAs owning the tile's first .. last unit.
@@ -605,42 +609,19 @@ kbit_gemm_kernel(const KbitParams p) {
         scratch[0] = arrived == c_last - c_first;
       }
       __syncthreads();
-      if (scratch[0]) {   // last to arrive: sum all parts in CTA order
+      if (scratch[0]) {   // last to arrive
         __threadfence();
-        float sum[Cfg::kNT][Cfg::kMTiles][4];
 #pragma unroll
         for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll
           for (int mt = 0; mt < Cfg::kMTiles; ++mt)
 #pragma unroll
-            for (int q = 0; q < 4; ++q) sum[nt][mt][q] = 0.f;
-        // Parts in CTA order (deterministic). Every contributor but the first has
-        // this tile as its first tile (workspace slot 0).
-        const int s_first = pos.tile == int((long long)c_first * U / G) / k_tiles ? 0 : 1;
-        constexpr int kBatch = 1;   // more in flight spills registers in the main loop
-        constexpr int kTile = Cfg::BLOCK_N * Cfg::BLOCK_M;
-        for (int cta0 = c_first; cta0 <= c_last; cta0 += kBatch) {
-#pragma unroll
-          for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-            for (int mt = 0; mt < Cfg::kMTiles; ++mt)
-#pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                const int idx = ws_index<Cfg>(warp, lane, nt, mt, q);
-                float v[kBatch];
-#pragma unroll
-                for (int b = 0; b < kBatch; ++b) {
-                  const int cta = cta0 + b;
-                  const size_t slot = size_t(cta) * 2 + (cta == c_first ? s_first : 0);
-                  v[b] = cta <= c_last && cta != int(blockIdx.x) ? ptx::ld_global_cg_f32(p.workspace + slot * kTile + idx)
-                                                                 : acc[nt][mt][q];
-                }
-#pragma unroll
-                for (int b = 0; b < kBatch; ++b)
-                  if (cta0 + b <= c_last) sum[nt][mt][q] += v[b];
-              }
-        }
-        store_tile<Cfg>(p, pos, sum, cb_max, warp, lane);
+            for (int q = 0; q < 4; ++q) {
+              float* w = ws + ws_index<Cfg>(warp, lane, nt, mt, q);
+              acc[nt][mt][q] = ptx::ld_global_cg_f32(w);
+              *w = 0.f;
+            }
+        store_tile<Cfg>(p, pos, acc, cb_max, warp, lane);
         if (tid == 0) p.counters[pos.tile] = 0;   // ready for the next launch
       }
       __syncthreads();

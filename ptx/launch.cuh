@@ -76,7 +76,7 @@ const char* kbit_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::Kbi
                           cdiv(a.N, Cfg::BLOCK_N);
   if (tiles * a.k_tiles >= (1ll << 31)) return "kbit: problem too large for 32-bit unit indices";
   plan->grid = sm_count(device) * per_sm;
-  plan->workspace_floats = size_t(plan->grid) * 2 * Cfg::BLOCK_N * Cfg::BLOCK_M;
+  plan->workspace_floats = size_t(tiles) * Cfg::BLOCK_N * Cfg::BLOCK_M;
   plan->counters = size_t(tiles);
   plan->block_n = Cfg::BLOCK_N;
   plan->block_m = Cfg::BLOCK_M;
