@@ -49,9 +49,11 @@ def test_nvfp4_spec(spec):
 @pytest.mark.parametrize("m,n,k,experts", [(1, 8192, 8192, 1), (16, 4096, 14336, 1), (40, 1024, 2048, 512),
                                            (200, 1000, 4160, 1)])
 def test_kbit_repeatable(m, n, k, experts):
-    """Split tiles are summed with fp32 atomics, so the summation order may vary:
-    repeated runs agree to within a few units in the last place of fp32 before
-    rounding, i.e. at most one fp16 ulp apart, and all pass the checker."""
+    """Split tiles are summed with fp32 atomics, so the summation order may vary
+    between runs. The fp32 reordering noise is relative to the partial sums, not
+    to the result: near-zero outputs can move by several fp16 ulps. Every run
+    passes the checker, and runs differ by at most one ulp of the value plus
+    1e-5 of the output's rms."""
     spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=4, dtype="float16", experts=experts, seed=3)
     data = generate(spec, "cuda")
     outs = []
@@ -64,9 +66,10 @@ def test_kbit_repeatable(m, n, k, experts):
         assert ok, msg
     for out in outs[1:]:
         diff = (out.float() - outs[0].float()).abs()
-        # one fp16 ulp of the larger of the two values (they may straddle a binade)
-        ulp = torch.finfo(torch.float16).eps * torch.maximum(out.float().abs(), outs[0].float().abs()).clamp_min(2 ** -14)
-        assert (diff <= ulp).all(), float((diff / ulp).max())
+        rms = float(outs[0].float().square().mean().sqrt())
+        bound = (torch.finfo(torch.float16).eps * torch.maximum(out.float().abs(), outs[0].float().abs())
+                 + 1e-5 * rms)
+        assert (diff <= bound).all(), float((diff / bound).max())
 
 
 @requires_sm80
