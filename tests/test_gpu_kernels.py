@@ -121,6 +121,7 @@ def test_bad_input_raises_value_error_on_gpu():
     raise ValueError (no launch, no illegal access)."""
     from test_submission_cpu import BAD_KBIT
     for name, mutate, match in BAD_KBIT:
+        print("bad input case:", name, flush=True)
         data = R.generate_input("kbit_gemm", m=5, n=40, k=96, bits=3, dtype="float16", experts=3, seed=1,
                                 device="cuda")
         bad = mutate(R.KbitGemmInput(*(t if not isinstance(t, torch.Tensor) or t.is_cuda else t.cuda()
