@@ -7,7 +7,6 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include <mutex>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -57,63 +56,72 @@ kbit_api::KbitArgs kbit_args(const at::Tensor& a, const at::Tensor& b_packed, co
 // Input validation of kbit_gemm, the same checks as submission.validate_kbit
 // (which serves the CPU path) at a fraction of the host time. Returns "" or the
 // message; submission.py raises it as a ValueError (before any launch).
-#define KBIT_REQUIRE(cond, msg)                               \
-  do {                                                        \
-    if (!(cond)) {                                            \
-      std::ostringstream os_;                                 \
-      os_ << msg;                                             \
-      return os_.str();                                       \
-    }                                                         \
+// Messages are built with std::to_string / c10::toString rather than iostreams:
+// on the measurement machine's toolchain, the extension's own std::ostream
+// crashed formatting integers (segfault in num_put, backtrace in docs/results.md).
+inline std::string str_(const char* x) { return x; }
+inline std::string str_(const std::string& x) { return x; }
+inline std::string str_(int64_t x) { return std::to_string(x); }
+inline std::string str_(int x) { return std::to_string(x); }
+inline std::string str_(at::ScalarType t) { return c10::toString(t); }
+inline std::string str_(const at::Device& d) { return d.str(); }
+template <class... Args>
+std::string cat(const Args&... args) {
+  std::string r;
+  ((r += str_(args)), ...);
+  return r;
+}
+#define KBIT_REQUIRE(cond, ...)            \
+  do {                                     \
+    if (!(cond)) return cat(__VA_ARGS__);  \
   } while (0)
 
 std::string shape_str(const at::Tensor& t) {
-  std::ostringstream os;
-  os << "(";
-  for (int64_t i = 0; i < t.dim(); ++i) os << (i ? ", " : "") << t.size(i);
-  os << (t.dim() == 1 ? ",)" : ")");
-  return os.str();
+  std::string r = "(";
+  for (int64_t i = 0; i < t.dim(); ++i) r += (i ? ", " : "") + std::to_string(t.size(i));
+  return r + (t.dim() == 1 ? ",)" : ")");
 }
 
 std::string validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::Tensor& ba, const at::Tensor& cb,
                           const at::Tensor& offs, const at::Tensor& c) {
-  KBIT_REQUIRE(a.dim() == 2, "a must be 2-D [M, K], got shape " << shape_str(a));
+  KBIT_REQUIRE(a.dim() == 2, "a must be 2-D [M, K], got shape ", shape_str(a));
   KBIT_REQUIRE(a.scalar_type() == at::kHalf || a.scalar_type() == at::kBFloat16,
-               "a must be float16 or bfloat16, got " << a.scalar_type());
+               "a must be float16 or bfloat16, got ", a.scalar_type());
   const int64_t M = a.size(0), K = a.size(1);
-  KBIT_REQUIRE(K > 0 && K % 32 == 0, "K = " << K << " must be a positive multiple of 32");
-  KBIT_REQUIRE(c.dim() == 2 && c.size(0) == M, "c must be [M=" << M << ", N], got shape " << shape_str(c));
+  KBIT_REQUIRE(K > 0 && K % 32 == 0, "K = ", K, " must be a positive multiple of 32");
+  KBIT_REQUIRE(c.dim() == 2 && c.size(0) == M, "c must be [M=", M, ", N], got shape ", shape_str(c));
   const int64_t N = c.size(1);
   KBIT_REQUIRE(N >= 1, "N must be >= 1");
-  KBIT_REQUIRE(c.scalar_type() == a.scalar_type(), "c dtype " << c.scalar_type() << " differs from a dtype " << a.scalar_type());
-  KBIT_REQUIRE(bp.scalar_type() == at::kInt && bp.dim() == 5,
-               "b_packed must be int32 [E, K_tiles, N_pad, 2, k], got " << bp.scalar_type() << " " << shape_str(bp));
+  KBIT_REQUIRE(c.scalar_type() == a.scalar_type(), "c dtype ", c.scalar_type(), " differs from a dtype ",
+               a.scalar_type());
+  KBIT_REQUIRE(bp.scalar_type() == at::kInt && bp.dim() == 5, "b_packed must be int32 [E, K_tiles, N_pad, 2, k], got ",
+               bp.scalar_type(), " ", shape_str(bp));
   const int64_t E = bp.size(0), bits = bp.size(4);
-  KBIT_REQUIRE(bits >= 2 && bits <= 5, "b_packed's last dimension (k) must be 2..5, got " << bits);
+  KBIT_REQUIRE(bits >= 2 && bits <= 5, "b_packed's last dimension (k) must be 2..5, got ", bits);
   const int64_t k_tiles = (K + 63) / 64, n_pad = (N + 7) / 8 * 8;
-  KBIT_REQUIRE(bp.size(1) == k_tiles && bp.size(2) == n_pad && bp.size(3) == 2,
-               "b_packed shape " << shape_str(bp) << " does not match N=" << N << ", K=" << K << ": expected [E, "
-                                 << k_tiles << ", " << n_pad << ", 2, k]");
+  KBIT_REQUIRE(bp.size(1) == k_tiles && bp.size(2) == n_pad && bp.size(3) == 2, "b_packed shape ", shape_str(bp),
+               " does not match N=", N, ", K=", K, ": expected [E, ", k_tiles, ", ", n_pad, ", 2, k]");
   KBIT_REQUIRE(E >= 1, "at least one expert");
-  KBIT_REQUIRE(E <= 4096, "at most 4096 experts are supported, got " << E);
+  KBIT_REQUIRE(E <= 4096, "at most 4096 experts are supported, got ", E);
   KBIT_REQUIRE(ba.scalar_type() == at::kByte && ba.dim() == 4 && ba.size(0) == E && ba.size(1) == k_tiles &&
                    ba.size(2) == n_pad && ba.size(3) == 2,
-               "b_absmax must be uint8 (" << E << ", " << k_tiles << ", " << n_pad << ", 2), got "
-                                          << ba.scalar_type() << " " << shape_str(ba));
+               "b_absmax must be uint8 (", E, ", ", k_tiles, ", ", n_pad, ", 2), got ", ba.scalar_type(), " ",
+               shape_str(ba));
   KBIT_REQUIRE(cb.scalar_type() == at::kFloat && cb.dim() == 1 && cb.numel() == (int64_t(1) << bits),
-               "codebook must be float32 [" << (1 << bits) << "] for k=" << bits << ", got " << cb.scalar_type()
-                                            << " " << shape_str(cb));
-  KBIT_REQUIRE(offs.scalar_type() == at::kInt && offs.dim() == 1 && offs.size(0) == E + 1,
-               "offsets must be int32 [" << E + 1 << "], got " << offs.scalar_type() << " " << shape_str(offs));
+               "codebook must be float32 [", int64_t(1) << bits, "] for k=", bits, ", got ", cb.scalar_type(), " ",
+               shape_str(cb));
+  KBIT_REQUIRE(offs.scalar_type() == at::kInt && offs.dim() == 1 && offs.size(0) == E + 1, "offsets must be int32 [",
+               E + 1, "], got ", offs.scalar_type(), " ", shape_str(offs));
   const at::Device dev = a.device();
   const std::pair<const at::Tensor*, const char*> all[] = {{&a, "a"}, {&bp, "b_packed"}, {&ba, "b_absmax"},
                                                            {&cb, "codebook"}, {&offs, "offsets"}, {&c, "c"}};
   for (const auto& [t, name] : all) {
-    KBIT_REQUIRE(t->device() == dev, name << " is on " << t->device() << ", a is on " << dev);
-    KBIT_REQUIRE(t->is_contiguous(), name << " must be contiguous");
+    KBIT_REQUIRE(t->device() == dev, name, " is on ", t->device(), ", a is on ", dev);
+    KBIT_REQUIRE(t->is_contiguous(), name, " must be contiguous");
   }
-  for (const auto& [t, name] : {std::make_pair(&a, "a"), std::make_pair(&bp, "b_packed"), std::make_pair(&ba, "b_absmax")})
-    KBIT_REQUIRE(reinterpret_cast<uintptr_t>(t->data_ptr()) % 16 == 0,
-                 name << " must be 16-byte aligned (data_ptr % 16 == 0)");
+  for (int i = 0; i < 3; ++i)
+    KBIT_REQUIRE(reinterpret_cast<uintptr_t>(all[i].first->data_ptr()) % 16 == 0, all[i].second,
+                 " must be 16-byte aligned (data_ptr % 16 == 0)");
   return std::string();
 }
 
