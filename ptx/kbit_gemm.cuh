@@ -469,6 +469,16 @@ __device__ __forceinline__ void store_tile(const KbitParams& p, const TilePos& p
   }
 }
 
+template <class Cfg>
+__device__ __forceinline__ void zero_acc(float (&acc)[Cfg::kNT][Cfg::kMTiles][4]) {
+#pragma unroll
+  for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+    for (int mt = 0; mt < Cfg::kMTiles; ++mt)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[nt][mt][q] = 0.f;
+}
+
 // Index of the partial-tile element (n_local, m_local) inside a workspace slot.
 template <class Cfg>
 __device__ __forceinline__ int ws_index(int warp, int lane, int nt, int mt, int q) {
@@ -564,12 +574,7 @@ kbit_gemm_kernel(const KbitParams p) {
   TilePos pos = locate_tile<Cfg>(first_tile, S, slot_start, p.offsets, p.E);
   int kt = u_begin % k_tiles;
   float acc[Cfg::kNT][Cfg::kMTiles][4];
-#pragma unroll
-  for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-    for (int mt = 0; mt < Cfg::kMTiles; ++mt)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) acc[nt][mt][q] = 0.f;
+  zero_acc<Cfg>(acc);
 
   for (int u = u_begin; u < u_end; ++u) {
     ptx::cp_async_wait<Cfg::kStages - 2>();
@@ -627,12 +632,7 @@ kbit_gemm_kernel(const KbitParams p) {
       __syncthreads();
     }
     // next tile
-#pragma unroll
-    for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-      for (int mt = 0; mt < Cfg::kMTiles; ++mt)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) acc[nt][mt][q] = 0.f;
+    zero_acc<Cfg>(acc);
     kt = 0;
     if (u + 1 < u_end) pos = locate_tile<Cfg>(pos.tile + 1, S, slot_start, p.offsets, p.E);
   }

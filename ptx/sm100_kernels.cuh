@@ -31,6 +31,35 @@ __device__ __forceinline__ uint8_t* align_smem_1024(uint8_t* p) {
   return p + ((1024u - (s & 1023u)) & 1023u);
 }
 
+// CTA setup shared by the tcgen05 kernels: warp 0 allocates `cols` tensor-memory
+// columns, thread 0 initializes the two stage mbarriers (one arrival each: a
+// tcgen05.commit), and everyone reads the TMEM base after the fenced barrier.
+__device__ __forceinline__ uint32_t tc_setup(uint32_t* tmem_base, uint64_t (&mbar)[2], uint32_t cols, int warp,
+                                             int tid) {
+  if (warp == 0) {
+    ptx::tcgen05_alloc(ptx::smem_u32(tmem_base), cols);
+    ptx::tcgen05_relinquish_alloc_permit();
+  }
+  if (tid == 0) {
+    ptx::mbarrier_init(ptx::smem_u32(&mbar[0]), 1);
+    ptx::mbarrier_init(ptx::smem_u32(&mbar[1]), 1);
+    ptx::fence_mbarrier_init();
+  }
+  ptx::tcgen05_fence_before_thread_sync();
+  __syncthreads();
+  ptx::tcgen05_fence_after_thread_sync();
+  return *tmem_base;
+}
+
+// Teardown: every warp's tensor-memory reads are ordered before the dealloc by
+// the warp that allocated.
+__device__ __forceinline__ void tc_teardown(uint32_t tmem, uint32_t cols, int warp) {
+  ptx::tcgen05_fence_before_thread_sync();
+  __syncthreads();
+  ptx::tcgen05_fence_after_thread_sync();
+  if (warp == 0) ptx::tcgen05_dealloc(tmem, cols);
+}
+
 // ============================================================================
 // NVFP4 GEMV
 // ============================================================================
@@ -65,19 +94,7 @@ nvfp4_gemv_tc_kernel(const Nvfp4Params p) {
   const int chunks = p.k / kChunkK + (p.k % kChunkK ? 1 : 0);
   const int rest_m = cdiv(p.m, 128), rest_k = cdiv(p.k / 16, 4);
 
-  if (warp == 0) {
-    ptx::tcgen05_alloc(ptx::smem_u32(&s.tmem_base), kTmemCols);
-    ptx::tcgen05_relinquish_alloc_permit();
-  }
-  if (tid == 0) {
-    ptx::mbarrier_init(ptx::smem_u32(&s.mbar[0]), 1);
-    ptx::mbarrier_init(ptx::smem_u32(&s.mbar[1]), 1);
-    ptx::fence_mbarrier_init();
-  }
-  ptx::tcgen05_fence_before_thread_sync();
-  __syncthreads();
-  ptx::tcgen05_fence_after_thread_sync();
-  const uint32_t tmem = s.tmem_base;
+  const uint32_t tmem = tc_setup(&s.tmem_base, s.mbar, kTmemCols, warp, tid);
 
   const uint8_t* a = p.a + (long long)l * p.a_sl + (long long)mb * 128 * p.a_si;
   const uint8_t* b = p.b + (long long)l * p.b_sl;
@@ -148,10 +165,7 @@ nvfp4_gemv_tc_kernel(const Nvfp4Params p) {
   const int row = 32 * warp + lane;
   if (row < rows)
     p.c[(long long)(mb * 128 + row) * p.c_si + (long long)l * p.c_sl] = __float2half_rn(__uint_as_float(r[0]));
-  ptx::tcgen05_fence_before_thread_sync();
-  __syncthreads();
-  ptx::tcgen05_fence_after_thread_sync();
-  if (warp == 0) ptx::tcgen05_dealloc(tmem, kTmemCols);
+  tc_teardown(tmem, kTmemCols, warp);
 }
 
 // ============================================================================
@@ -220,19 +234,7 @@ kbit_gemm_tc_kernel(const KbitParams p) {
   if (int(blockIdx.x) >= S * n_blocks) return;           // grid is a host-side upper bound
   const TilePos pos = locate_tile<Cfg>(blockIdx.x, S, slot_start, p.offsets, p.E);
 
-  if (warp == 0) {
-    ptx::tcgen05_alloc(ptx::smem_u32(&s.tmem_base), Cfg::kTmemCols);
-    ptx::tcgen05_relinquish_alloc_permit();
-  }
-  if (tid == 0) {
-    ptx::mbarrier_init(ptx::smem_u32(&s.mbar[0]), 1);
-    ptx::mbarrier_init(ptx::smem_u32(&s.mbar[1]), 1);
-    ptx::fence_mbarrier_init();
-  }
-  ptx::tcgen05_fence_before_thread_sync();
-  __syncthreads();
-  ptx::tcgen05_fence_after_thread_sync();
-  const uint32_t tmem = s.tmem_base;
+  const uint32_t tmem = tc_setup(&s.tmem_base, s.mbar, Cfg::kTmemCols, warp, tid);
 
   const KbitLayout& L = p.layout;
   const int rows_in_mem = min(Cfg::BLOCK_N, L.n_pad - pos.n0);
@@ -329,10 +331,7 @@ kbit_gemm_tc_kernel(const KbitParams p) {
       if (col0 + j < pos.rows && n < p.N)
         c[size_t(pos.row0 + col0 + j) * p.N + n] = Elem<T>::from_float(__uint_as_float(r[j]) * cb_max);
   }
-  ptx::tcgen05_fence_before_thread_sync();
-  __syncthreads();
-  ptx::tcgen05_fence_after_thread_sync();
-  if (warp == 0) ptx::tcgen05_dealloc(tmem, Cfg::kTmemCols);
+  tc_teardown(tmem, Cfg::kTmemCols, warp);
 }
 
 }  // namespace kbit
