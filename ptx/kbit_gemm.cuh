@@ -99,7 +99,7 @@ struct KbitParams {
   float* workspace;        // [max_tiles][BLOCK_N * BLOCK_M] fp32 sums of split tiles, zero between launches
   int32_t* counters;       // [max_tiles] arrival counters, zero between launches
   int M, N, K, E;
-  int max_tiles;
+  int max_tiles;           // capacity of counters / workspace, in tiles
   KbitLayout layout;
 };
 
@@ -519,7 +519,10 @@ kbit_gemm_kernel(const KbitParams p) {
   build_pair_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
   __syncthreads();
 
-  if (!offsets_ok) {   // not a partition of the rows: make it loud, touch nothing else
+  // Offsets that are not a partition of the rows, or (impossible with valid
+  // offsets) more tiles than the host sized the counters for: make it loud and
+  // touch nothing else.
+  if (!offsets_ok || (long long)slot_start[p.E] * cdiv(p.N, Cfg::BLOCK_N) > p.max_tiles) {
     T* c = static_cast<T*>(p.c);
     const size_t total = size_t(p.M) * p.N;
     for (size_t i = size_t(blockIdx.x) * Cfg::kThreads + tid; i < total; i += size_t(gridDim.x) * Cfg::kThreads)

@@ -113,22 +113,4 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 
 }  // namespace ptx
 
-// ---------------------------------------------------------------------------
-// sm80-family stages used by the kernels.
-// ---------------------------------------------------------------------------
-namespace family {
-
-// Copy `bytes` (a multiple of 16) from global to shared with the whole CTA,
-// 16 bytes per thread-step; bytes at or past `valid` read as zero.
-__device__ __forceinline__ void copy_to_smem_async(void* smem, const void* gmem, int bytes,
-                                                   int valid, int tid, int nthreads) {
-  const char* g = static_cast<const char*>(gmem);
-  const uint32_t s = ptx::smem_u32(smem);
-  for (int off = tid * 16; off < bytes; off += nthreads * 16) {
-    const bool ok = off < valid;
-    ptx::cp_async_cg16(s + off, ok ? g + off : g, ok ? 16u : 0u);
-  }
-}
-}  // namespace family
-
 }  // namespace kbit
