@@ -17,6 +17,9 @@ Environment
                                       per call); without it, offsets that are not a
                                       partition of the rows make the kernel write NaN
     KBIT_VERBOSE_BUILD=1              show the compiler's output
+    KBIT_KERNEL=tiled                 kbit_gemm: the tiled GEMM kernel for every M,
+                                      also where the decode kernel serves (M <= 8
+                                      rows per expert); to measure the crossover
 """
 
 from __future__ import annotations
@@ -42,9 +45,9 @@ FAMILIES = ("sm80", "sm90", "sm100")
 # wrappers and stages (each includes what it builds on), the kernels written
 # against them, then the host launchers. api.h goes first (shared with bindings).
 TU_FILES = {
-    "sm80": ["sm80.cuh", "kbit_gemm.cuh", "nvfp4_gemv.cuh", "launch.cuh"],
-    "sm90": ["sm90.cuh", "kbit_gemm.cuh", "nvfp4_gemv.cuh", "launch.cuh"],
-    "sm100": ["sm100.cuh", "kbit_gemm.cuh", "nvfp4_gemv.cuh", "sm100_kernels.cuh", "launch.cuh"],
+    "sm80": ["sm80.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "launch.cuh"],
+    "sm90": ["sm90.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "launch.cuh"],
+    "sm100": ["sm100.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "sm100_kernels.cuh", "launch.cuh"],
 }
 
 # Targets `eval/run.py --mode compile` builds each family for (no GPU needed).
@@ -380,6 +383,14 @@ def _cuda_module(device: torch.device):
     return hit
 
 
+def _kbit_path(module, family, device) -> int:
+    """Kernel path of the binding: 1 tcgen05 (sm100, verified), 2 the tiled
+    kernel for every M (KBIT_KERNEL=tiled), 0 the default choice."""
+    if family == "sm100" and tc_path_ok(module, "kbit_gemm", device):
+        return 1
+    return 2 if os.environ.get("KBIT_KERNEL") == "tiled" else 0
+
+
 _device_modules: dict = {}
 
 
@@ -393,8 +404,7 @@ def custom_kernel(data):
         if module is not None:
             if os.environ.get("KBIT_VALIDATE_OFFSETS") == "1":
                 validate_kbit(data)
-            path = 1 if family == "sm100" and tc_path_ok(module, "kbit_gemm", data.a.device) else 0
-            bad = module.kbit_gemm(*data, path)
+            bad = module.kbit_gemm(*data, _kbit_path(module, family, data.a.device))
             if bad:
                 raise ValueError(bad)
             return data.c
@@ -406,8 +416,7 @@ def custom_kernel(data):
         module, family = _cuda_module(data.a.device) if data.a.is_cuda else (None, None)
         if module is None:
             return portable_kbit(data)
-        path = 1 if family == "sm100" and tc_path_ok(module, problem, data.a.device) else 0
-        return _run_path(module, problem, data, path)
+        return _run_path(module, problem, data, _kbit_path(module, family, data.a.device))
     validate_nvfp4(data)
     module, family = _cuda_module(data[0].device) if data[0].is_cuda else (None, None)
     if module is None:

@@ -17,6 +17,7 @@ struct KbitArgs {
   void* c;                   // [M, N], same dtype as a
   int M, N, K, E, bits, n_pad, k_tiles;
   int bf16;
+  int allow_decode;          // 0: the tiled GEMM kernel for every M (measurements)
 };
 
 // What a launch needs besides the tensors: a split-K workspace and zeroed
@@ -25,6 +26,7 @@ struct KbitPlan {
   size_t workspace_floats;
   size_t counters;
   int grid, mtiles, block_n, block_m;
+  int decode;                // 1: the decode kernel (kbit_decode.cuh), else the tiled GEMM kernel
 };
 
 // Both return nullptr on success, else a description of the error.

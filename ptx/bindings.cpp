@@ -50,6 +50,7 @@ kbit_api::KbitArgs kbit_args(const at::Tensor& a, const at::Tensor& b_packed, co
   args.n_pad = int(b_packed.size(2));
   args.bits = int(b_packed.size(4));
   args.bf16 = a.scalar_type() == at::kBFloat16;
+  args.allow_decode = 1;
   return args;
 }
 
@@ -125,7 +126,9 @@ std::string validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::T
   return std::string();
 }
 
-// path 0: mma.sync kernel (every family); path 1: tcgen05 kernel (sm100 family).
+// path 0: mma.sync kernels (every family: the decode kernel for at most 8 rows
+// per expert, else the tiled GEMM kernel); path 1: tcgen05 kernel (sm100
+// family); path 2: the tiled GEMM kernel for every M (to measure the crossover).
 // Returns "" after launching, or a validation message (nothing launched).
 std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at::Tensor codebook,
                       at::Tensor offsets, at::Tensor c, int64_t path) {
@@ -133,7 +136,8 @@ std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at
   if (!bad.empty()) return bad;
   TORCH_CHECK(a.is_cuda(), "kbit_gemm: tensors must be on a CUDA device");
   const c10::cuda::CUDAGuard guard(a.device());
-  const kbit_api::KbitArgs args = kbit_args(a, b_packed, b_absmax, codebook, offsets, c);
+  kbit_api::KbitArgs args = kbit_args(a, b_packed, b_absmax, codebook, offsets, c);
+  args.allow_decode = path != 2;
   if (args.M == 0) return std::string();
   kbit_api::KbitPlan plan;
   check(kbit_api::kbit_gemm_plan(args, a.device().index(), &plan));

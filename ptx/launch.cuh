@@ -19,6 +19,13 @@ template <int kBits, typename T, int kMTiles>
 using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
                             (kMTiles == 1 && (kBits == 2 || kBits == 4) ? 3 : 2)>;
 
+// The decode kernel (at most 8 rows per expert slot): one CTA of 16 warps per
+// SM sharing the lookup table, 4 weight tiles of 16 rows per warp (the
+// per-stage overhead is paid once for 128 weights per thread; k = 5 takes 2,
+// which its registers allow without spilling), a 4-deep ring per warp.
+template <int kBits, typename T>
+using DecodeCfg = DecodeConfig<kBits, T, 16, (kBits == 5 ? 2 : 4), 4>;
+
 inline int kbit_pick_mtiles(int M, int E) {
   const int active = E < M ? E : M;
   const int rows = cdiv(M, active > 0 ? active : 1);
@@ -103,6 +110,94 @@ const char* kbit_run_cfg(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& 
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
+inline size_t smem_optin(int device) {
+  static size_t bytes[64] = {0};
+  if (device < 0 || device >= 64) return 0;
+  if (bytes[device] == 0) {
+    int v = 0;
+    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    bytes[device] = size_t(v);
+  }
+  return bytes[device];
+}
+
+// Decode plan; *fits = false (and no error) where the kernel's shared memory
+// exceeds what the device gives one CTA (GPUs with <= 164 KB per SM): the
+// tiled GEMM kernel serves those.
+template <class Cfg>
+const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan, bool* fits) {
+  const size_t smem = Cfg::smem_bytes(a.E);
+  *fits = smem <= smem_optin(device);
+  if (!*fits) return nullptr;
+  int per_sm = 0;
+  if (const char* err = resident_ctas(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), Cfg::kThreads, smem,
+                                      device, &per_sm))
+    return err;
+  const long long tiles = (long long)(cdiv(a.M, Cfg::BLOCK_M) + (a.E < a.M ? a.E : a.M)) * cdiv(a.N, Cfg::BLOCK_N);
+  if (tiles * a.k_tiles >= (1ll << 31)) return "kbit: problem too large for 32-bit unit indices";
+  plan->grid = sm_count(device) * per_sm;
+  plan->workspace_floats = size_t(tiles) * Cfg::BLOCK_N * Cfg::BLOCK_M;
+  plan->counters = size_t(tiles);
+  plan->block_n = Cfg::BLOCK_N;
+  plan->block_m = Cfg::BLOCK_M;
+  plan->decode = 1;
+  return nullptr;
+}
+
+template <class Cfg>
+const char* kbit_decode_run_cfg(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan, float* ws,
+                                int32_t* counters, cudaStream_t stream) {
+  KbitParams p;
+  p.a = a.a;
+  p.b_packed = a.b_packed;
+  p.b_absmax = a.b_absmax;
+  p.codebook = a.codebook;
+  p.offsets = a.offsets;
+  p.c = a.c;
+  p.workspace = ws;
+  p.counters = counters;
+  p.M = a.M; p.N = a.N; p.K = a.K; p.E = a.E;
+  p.max_tiles = int(plan.counters);
+  p.layout = KbitLayout{a.N, a.K, a.n_pad, a.k_tiles, a.bits};
+  kbit_decode_kernel<Cfg><<<plan.grid, Cfg::kThreads, Cfg::smem_bytes(a.E), stream>>>(p);
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+// Calls f.template operator()<DecodeCfg<bits, dtype>>().
+template <class F>
+const char* kbit_decode_dispatch(int bits, int bf16, const F& f) {
+#define KBIT_DECODE_T(BITS)                                                              \
+  return bf16 ? f.template operator()<DecodeCfg<BITS, __nv_bfloat16>>()                 \
+              : f.template operator()<DecodeCfg<BITS, __half>>();
+  switch (bits) {
+    case 2: KBIT_DECODE_T(2)
+    case 3: KBIT_DECODE_T(3)
+    case 4: KBIT_DECODE_T(4)
+    case 5: KBIT_DECODE_T(5)
+    default: return "kbit: bits must be 2..5";
+  }
+#undef KBIT_DECODE_T
+}
+
+struct DecodePlanFn {
+  const kbit_api::KbitArgs& a;
+  int device;
+  kbit_api::KbitPlan* plan;
+  bool* fits;
+  template <class Cfg> const char* operator()() const { return kbit_decode_plan_cfg<Cfg>(a, device, plan, fits); }
+};
+struct DecodeRunFn {
+  const kbit_api::KbitArgs& a;
+  const kbit_api::KbitPlan& plan;
+  float* ws;
+  int32_t* counters;
+  cudaStream_t stream;
+  template <class Cfg> const char* operator()() const {
+    return kbit_decode_run_cfg<Cfg>(a, plan, ws, counters, stream);
+  }
+};
+
 // Calls f.template operator()<Cfg>() for the configuration of (bits, dtype, mtiles).
 template <class F>
 const char* kbit_dispatch(int bits, int bf16, int mtiles, const F& f) {
@@ -151,11 +246,22 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.M <= 0) return "kbit: empty problem has no plan";
   if (a.E > 4096) return "kbit: at most 4096 experts";
   plan->mtiles = kbit::kbit_pick_mtiles(a.M, a.E);
+  plan->decode = 0;
+  // At most 8 rows per expert slot: the decode kernel (docs/design.md, crossover).
+  if (plan->mtiles == 1 && a.allow_decode) {
+    bool fits = false;
+    if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, kbit::DecodePlanFn{a, device, plan, &fits}))
+      return err;
+    if (fits) return nullptr;
+  }
   return kbit::kbit_dispatch(a.bits, a.bf16, plan->mtiles, kbit::PlanFn{a, device, plan});
 }
 
 const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, int32_t* counters,
                           void* stream) {
+  if (plan.decode)
+    return kbit::kbit_decode_dispatch(a.bits, a.bf16,
+                                      kbit::DecodeRunFn{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
   return kbit::kbit_dispatch(a.bits, a.bf16, plan.mtiles,
                              kbit::RunFn{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
 }

@@ -107,6 +107,22 @@ __device__ __forceinline__ float ld_global_cg_f32(const float* p) {
   return v;
 }
 
+// ---- shared loads of read-only tables (PTX ISA 9.7.9.8) ----------------------
+// By 32-bit shared-window address: lookups form the address arithmetically, and
+// an explicit .shared load lets the table's constant base fold into the load.
+// Not volatile: only for tables written before a barrier and read-only after it
+// (the compiler may schedule these loads freely among themselves).
+__device__ __forceinline__ uint32_t ld_shared_const_u32(uint32_t addr) {
+  uint32_t v;
+  asm("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ uint2 ld_shared_const_v2_u32(uint32_t addr) {
+  uint2 v;
+  asm("ld.shared.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+  return v;
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

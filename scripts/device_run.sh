@@ -25,7 +25,7 @@ fi
 if has host; then python3 scripts/host_overhead.py 2>&1 | tee "$OUT/host.txt"; fi
 if has ncu; then
   for c in ${NCU:-}; do
-    ncu --clock-control none -k regex:"kbit_gemm|nvfp4" --launch-skip 3 --launch-count 1 \
+    ncu --clock-control none -k regex:"kbit_|nvfp4" --launch-skip 3 --launch-count 1 \
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section SchedulerStats \
       python3 scripts/profile_case.py "$c" > "$OUT/ncu_$c.txt" 2>&1
     echo "== ncu $c"; grep -E "Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Issue Slots Busy|Eligible Warps|No Eligible|Warp Cycles Per Issued|Grid Size|Block Limit" "$OUT/ncu_$c.txt" | sed 's/  \+/ /g'

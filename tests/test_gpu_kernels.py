@@ -38,6 +38,17 @@ def test_kbit_spec(spec):
 
 
 @requires_sm80
+@pytest.mark.parametrize("spec", [s for s in KBIT_TESTS if 0 < s["m"] <= 8], ids=_name)
+def test_kbit_tiled_kernel_small_m(spec, monkeypatch):
+    """The tiled GEMM kernel also serves decode sizes (KBIT_KERNEL=tiled, and GPUs
+    whose shared memory does not hold the decode kernel): it stays correct there."""
+    monkeypatch.setenv("KBIT_KERNEL", "tiled")
+    data, out = _run(spec)
+    ok, msg = R.check_implementation(data, out)
+    assert ok, msg
+
+
+@requires_sm80
 @pytest.mark.parametrize("spec", NVFP4_TESTS, ids=_name)
 def test_nvfp4_spec(spec):
     data, out = _run(spec)

@@ -1,0 +1,487 @@
+// kbit_decode.cuh — the decode path of kbit_gemm: at most 8 activation rows per
+// expert slot (M <= 8 for a dense layer, a decode batch of a mixture of experts).
+//
+// At M <= 8 every weight is used for at most 8 multiply-adds, so the kernel has
+// to dequantize at the rate DRAM delivers bits: about 24 weights per SM-clock on
+// an H100 (k = 4). The tiled GEMM kernel (kbit_gemm.cuh) spends ~5.8 issued
+// instructions per weight on that and stalls on CTA barriers; this kernel is
+// built around the instruction budget (docs/design.md, "decode path"):
+//
+// * Every WARP is independent: it owns a contiguous share of the (tile, K-tile)
+//   units (stream-K at warp granularity, a tile = 16 * kNT weight rows of one
+//   expert slot) and streams them through its own cp.async ring. There is no
+//   CTA barrier after the set-up, so no warp waits for another.
+// * One CTA of 16 warps per SM shares the lookup table, built once.
+// * Table lookups address shared memory with ONE prmt: the pair index byte is
+//   placed in byte 1 of the address and the lane's replica offset in byte 0
+//   (table rows of 256 bytes, replica = lane: no bank conflicts). For k = 2 the
+//   table holds quads (two pairs, LDS.64), halving the lookups.
+// * Scale bytes are decoded once per warp and stage (E4M4 bits shifted into an
+//   fp32 exponent/mantissa, times 2^116), not once per quad thread.
+// * The activations (at most 8 rows, L2-resident) are loaded straight into the
+//   MMA B registers one unit ahead, eight 4-byte loads per K-tile; the ring
+//   holds only weights.
+//
+// MMA roles as in kbit_gemm.cuh: weights are the A operand (16 n x 16 k),
+// activations the B operand (16 k x 8 rows m).
+#pragma once
+
+namespace kbit {
+
+template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_>
+struct DecodeConfig {
+  static constexpr int kBits = kBits_;
+  using T = T_;
+  static constexpr int kWarps = kWarps_;
+  static constexpr int kNT = kNT_;           // 16-row weight tiles per warp tile
+  static constexpr int kStages = kStages_;   // per-warp cp.async ring depth
+  static constexpr int kThreads = kWarps * kWarpSize;
+  static constexpr int BLOCK_M = 8;          // activation rows of a slot (one MMA n8)
+  static constexpr int BLOCK_N = 16 * kNT;   // weight rows of a (warp) tile
+
+  // Lookup table: one row of kEntryBytes per index value, replicated per lane.
+  //   k = 3, 4: pair index (2k bits), 32 replicas of 4 bytes (128 of 256 bytes used)
+  //   k = 2:    quad index (8 bits = two pair indices), 32 replicas of 8 bytes
+  //   k = 5:    pair index (10 bits), 16 replicas of 4 bytes (lanes l, l + 16 share)
+  static constexpr bool kQuad = kBits == 2;
+  static constexpr int kEntries = kQuad ? 256 : 1 << (2 * kBits);
+  static constexpr int kEntryBytes = kBits == 5 ? 64 : 256;
+  static constexpr int kEntryUsed = kQuad ? 256 : kBits == 5 ? 64 : 128;
+  static constexpr int kLutBytes = kEntries * kEntryBytes;
+
+  // One ring stage: plane words and scale bytes of the BLOCK_N rows (both
+  // contiguous in memory).
+  static constexpr int kWBytes = BLOCK_N * 2 * kBits * 4;
+  static constexpr int kSBytes = BLOCK_N * 2;
+  static constexpr int kStageBytes = kWBytes + kSBytes;
+  static constexpr int kScaleBytes = BLOCK_N * 2 * 4;   // decoded scales of one stage
+  static constexpr int kWarpBytes = kStages * kStageBytes + kScaleBytes;
+
+  // Dynamic shared memory: table | expert slot table | per-warp rings.
+  __host__ __device__ static constexpr size_t slot_bytes(int experts) {
+    return size_t(cdiv((experts + 1) * 4, 128) * 128);
+  }
+  __host__ __device__ static constexpr size_t smem_bytes(int experts) {
+    return size_t(kLutBytes) + slot_bytes(experts) + size_t(kWarps) * kWarpBytes;
+  }
+
+  static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
+  static_assert(kWBytes % 16 == 0 && kSBytes % 16 == 0 && kWarpBytes % 16 == 0 && BLOCK_N % 32 == 0,
+                "stage sections must keep 16-byte alignment");
+  static_assert(kStages >= 2, "the ring needs at least two stages");
+  static_assert(smem_bytes(4096) <= 227 * 1024, "must fit one SM (227 KB) at the largest expert count");
+};
+
+// ---------------------------------------------------------------------------
+// Stage: the lookup table (whole CTA, once).
+// ---------------------------------------------------------------------------
+// Value of a pair index (bit 2b = bit b of the first weight's codebook index,
+// bit 2b + 1 = bit b of the second; the order pair_word produces).
+template <class Cfg>
+__device__ __forceinline__ uint32_t pair_value(int idx, const float* cb_s, float inv_max) {
+  constexpr int kPairBits = Cfg::kBits;
+  int i0 = 0, i1 = 0;
+#pragma unroll
+  for (int b = 0; b < kPairBits; ++b) {
+    i0 |= ((idx >> (2 * b)) & 1) << b;
+    i1 |= ((idx >> (2 * b + 1)) & 1) << b;
+  }
+  return Elem<typename Cfg::T>::pack(cb_s[i0] * inv_max, cb_s[i1] * inv_max);
+}
+
+template <class Cfg>
+__device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s, float inv_max, int tid) {
+  constexpr int kChunks = Cfg::kEntryUsed / 16;   // 16-byte stores per table row
+  for (int i = tid; i < Cfg::kEntries * kChunks; i += Cfg::kThreads) {
+    const int e = i / kChunks, c = i - e * kChunks;
+    uint4 v;
+    if constexpr (Cfg::kQuad) {   // (pair e & 15, pair e >> 4), two replicas per chunk
+      const uint32_t lo = pair_value<Cfg>(e & 15, cb_s, inv_max), hi = pair_value<Cfg>(e >> 4, cb_s, inv_max);
+      v = make_uint4(lo, hi, lo, hi);
+    } else {
+      const uint32_t x = pair_value<Cfg>(e, cb_s, inv_max);
+      v = make_uint4(x, x, x, x);
+    }
+    *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = v;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Stage: dequantize the A fragments of one 32-block of two rows (g and g + 8).
+// Thread t owns the pairs 2t + 8i (i = 0..3) of the block: frag[h] are the
+// registers of the k16 step h (pairs 2h and 2h + 1).
+// ---------------------------------------------------------------------------
+// prmt selector: address byte 0 = the lane word's byte 0 (replica offset),
+// byte 1 = byte i of the index word, bytes 2, 3 = the lane word's zero byte 1.
+__host__ __device__ constexpr uint32_t lut_sel(int i) { return 0x5504u | (uint32_t(i) << 4); }
+
+template <class Cfg>
+__device__ __forceinline__ uint32_t lookup_byte(uint32_t lut, uint32_t index_word, uint32_t lane_word, uint32_t sel) {
+  return ptx::ld_shared_const_u32(lut + ptx::prmt(index_word, lane_word, sel));
+}
+
+template <class Cfg>
+__device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint32_t (&pa)[Cfg::kBits],
+                                              const uint32_t (&pb)[Cfg::kBits], const uint32_t (&rot)[5],
+                                              uint32_t lut, uint32_t lane_word) {
+  const auto xa = pair_word<Cfg::kBits, 0>(pa, rot);
+  const auto xb = pair_word<Cfg::kBits, 0>(pb, rot);
+  if constexpr (Cfg::kBits == 2) {
+    // Byte 2j of q: pair 2j in bits 0..3, pair 2j + 1 in bits 4..7 (a quad).
+    const uint32_t qa = ptx::lop3<0xE4>(xa.lo, xa.lo >> 4, 0x0F0F0F0Fu);
+    const uint32_t qb = ptx::lop3<0xE4>(xb.lo, xb.lo >> 4, 0x0F0F0F0Fu);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint2 va = ptx::ld_shared_const_v2_u32(lut + ptx::prmt(qa, lane_word, lut_sel(2 * h)));
+      const uint2 vb = ptx::ld_shared_const_v2_u32(lut + ptx::prmt(qb, lane_word, lut_sel(2 * h)));
+      frag[h][0] = va.x; frag[h][2] = va.y;
+      frag[h][1] = vb.x; frag[h][3] = vb.y;
+    }
+  } else if constexpr (Cfg::kBits == 5) {
+    // 10-bit index: byte i of lo (planes 0..3) and of hi (plane 4); the upper
+    // address bytes copy the sign of a hi byte (<= 3), i.e. zero.
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint32_t sel = uint32_t(i) | uint32_t(4 + i) << 4 | uint32_t(12 + i) << 8 | uint32_t(12 + i) << 12;
+      const uint32_t ia = ptx::prmt(xa.lo, xa.hi, sel), ib = ptx::prmt(xb.lo, xb.hi, sel);
+      frag[i >> 1][(i & 1) * 2] = ptx::ld_shared_const_u32(lut + (ia << 6) + lane_word);
+      frag[i >> 1][(i & 1) * 2 + 1] = ptx::ld_shared_const_u32(lut + (ib << 6) + lane_word);
+    }
+  } else {
+    // k = 3 leaves stale bits above the 6 index bits of each byte.
+    constexpr uint32_t kClean = Cfg::kBits == 4 ? 0xFFFFFFFFu : 0x3F3F3F3Fu;
+    const uint32_t wa = Cfg::kBits == 4 ? xa.lo : xa.lo & kClean;
+    const uint32_t wb = Cfg::kBits == 4 ? xb.lo : xb.lo & kClean;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      frag[i >> 1][(i & 1) * 2] = lookup_byte<Cfg>(lut, wa, lane_word, lut_sel(i));
+      frag[i >> 1][(i & 1) * 2 + 1] = lookup_byte<Cfg>(lut, wb, lane_word, lut_sel(i));
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Stage: the per-warp producer. Lane l copies the 16-byte chunks l, l + 32, ...
+// of the stage's plane words and chunk l of its scale bytes.
+// ---------------------------------------------------------------------------
+template <class Cfg>
+struct WarpCursor {
+  static constexpr int kWChunks = cdiv(Cfg::kWBytes / 16, kWarpSize);
+  const char* w_src;      // plane words of the tile's rows at K-tile kt
+  const char* s_src;      // scale bytes
+  int w_limit;            // bytes of the stage's plane words that exist in memory
+  int kt;
+
+  __device__ __forceinline__ void start(const KbitParams& p, const TilePos& pos, int kt0) {
+    const KbitLayout& L = p.layout;
+    kt = kt0;
+    w_src = reinterpret_cast<const char*>(p.b_packed + L.packed_row(pos.expert, kt0, pos.n0));
+    s_src = reinterpret_cast<const char*>(p.b_absmax + L.absmax_row(pos.expert, kt0, pos.n0));
+    w_limit = min(Cfg::BLOCK_N, L.n_pad - pos.n0) * 8 * Cfg::kBits;   // rows: a multiple of 8
+  }
+
+  __device__ __forceinline__ void advance(const KbitParams& p) {
+    ++kt;
+    w_src += size_t(p.layout.n_pad) * 8 * Cfg::kBits;
+    s_src += size_t(p.layout.n_pad) * 2;
+  }
+
+  // Issue the current K-tile's copies into the stage at shared address s.
+  // Rows past N_pad (last n-block only) do not exist: zero-filled.
+  __device__ __forceinline__ void issue(uint32_t s, int lane) const {
+    if (w_limit == Cfg::kWBytes) {   // warp-uniform: every row exists
+#pragma unroll
+      for (int i = 0; i < kWChunks; ++i) {
+        const int off = (i * kWarpSize + lane) * 16;
+        if (Cfg::kWBytes % (16 * kWarpSize) == 0 || off < Cfg::kWBytes) ptx::cp_async_cg16(s + off, w_src + off, 16u);
+      }
+      if (lane < Cfg::kSBytes / 16) ptx::cp_async_cg16(s + Cfg::kWBytes + lane * 16, s_src + lane * 16, 16u);
+    } else {
+#pragma unroll
+      for (int i = 0; i < kWChunks; ++i) {
+        const int off = (i * kWarpSize + lane) * 16;
+        if (Cfg::kWBytes % (16 * kWarpSize) == 0 || off < Cfg::kWBytes) {
+          const bool ok = off < w_limit;
+          ptx::cp_async_cg16(s + off, w_src + (ok ? off : 0), ok ? 16u : 0u);
+        }
+      }
+      const bool ok = lane * 16 * 8 * Cfg::kBits < w_limit * 2;   // lane * 16 < rows * 2
+      if (lane < Cfg::kSBytes / 16)
+        ptx::cp_async_cg16(s + Cfg::kWBytes + lane * 16, s_src + (ok ? lane * 16 : 0), ok ? 16u : 0u);
+    }
+  }
+};
+
+// The activation B fragments of one K-tile for thread (g, t): row g of the
+// slot, k = 32 blk + 8 j + 2t (two elements each), j = 0..3 (b0, b1 of the
+// two k16 steps). Rows past the slot are not loaded (their MMA columns are
+// discarded); columns past K (upper half tile when K % 64 == 32) are zero.
+template <class Cfg>
+__device__ __forceinline__ void load_act(uint32_t (&b)[2][4], const char* row_ptr, bool row_ok, bool half) {
+  if (row_ok) {
+#pragma unroll
+    for (int blk = 0; blk < 2; ++blk)
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        b[blk][j] = (blk == 1 && half) ? 0u : __ldg(reinterpret_cast<const unsigned int*>(row_ptr + blk * 64 + j * 16));
+  }
+}
+
+// E4M4 byte in bits 19..26 of an fp32 pattern is 2^-116 times its value, for
+// normal (e >= 1: exponent e) and subnormal (e = 0: fp32 subnormal m / 16 x
+// 2^-126) codes alike; the product with 2^116 is exact.
+__device__ __forceinline__ float e4m4_from_bits(uint32_t bits_19_26) {
+  return __uint_as_float(bits_19_26) * __uint_as_float((116u + 127u) << 23);
+}
+
+// ---------------------------------------------------------------------------
+// The kernel.
+// ---------------------------------------------------------------------------
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+kbit_decode_kernel(const KbitParams p) {
+  using T = typename Cfg::T;
+  __shared__ float cb_s[32];
+  __shared__ int scratch[32];
+  extern __shared__ __align__(128) uint8_t decode_smem[];
+  uint8_t* lut = decode_smem;
+  int* slot_start = reinterpret_cast<int*>(decode_smem + Cfg::kLutBytes);
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  uint8_t* ring = decode_smem + Cfg::kLutBytes + Cfg::slot_bytes(p.E) + size_t(warp) * Cfg::kWarpBytes;
+  float* scales = reinterpret_cast<float*>(ring + Cfg::kStages * Cfg::kStageBytes);
+
+  constexpr int kLevels = 1 << Cfg::kBits;
+  if (tid < kLevels) cb_s[tid] = __ldg(p.codebook + tid);
+
+  // ---- where this warp's units are -------------------------------------------
+  // Dense layers (E = 1) locate slots without the offsets, so the first copies
+  // go out before anything else has arrived; the offsets are checked below,
+  // before anything is written. Grouped layers need the slot table first.
+  const bool dense = p.E == 1;
+  bool offsets_ok = true;
+  if (!dense) offsets_ok = build_slot_table<Cfg>(slot_start, scratch, p.offsets, p.E, p.M, tid);
+  const int S = dense ? cdiv(p.M, Cfg::BLOCK_M) : (offsets_ok ? slot_start[p.E] : 0);
+  const int n_blocks = cdiv(p.N, Cfg::BLOCK_N);
+  const int k_tiles = p.layout.k_tiles;
+  const long long U = (long long)S * n_blocks * k_tiles;
+  const bool fits = (long long)S * n_blocks <= p.max_tiles;
+  constexpr int kMinUnits = 2;
+  const long long total_warps = (long long)gridDim.x * Cfg::kWarps;
+  const long long G = max(1ll, min(total_warps, U / kMinUnits));
+  // Warp ids interleave the CTAs, so a short list of units spreads over all SMs.
+  const long long wid = (long long)warp * gridDim.x + blockIdx.x;
+  const bool active = fits && wid < G && U > 0;
+  const int u_begin = active ? int(wid * U / G) : 0;
+  const int u_end = active ? int((wid + 1) * U / G) : 0;
+
+  auto locate = [&](int tile) -> TilePos {
+    if (!dense) return locate_tile<Cfg>(tile, S, slot_start, p.offsets, p.E);
+    TilePos pos;
+    const int nb = tile / S, slot = tile - nb * S;
+    pos.tile = tile;
+    pos.expert = 0;
+    pos.row0 = slot * Cfg::BLOCK_M;
+    pos.rows = min(Cfg::BLOCK_M, p.M - pos.row0);
+    pos.n0 = nb * Cfg::BLOCK_N;
+    return pos;
+  };
+
+  // ---- prologue copies, then the table while they fly ------------------------
+  int ld_u = u_begin;
+  TilePos ld_pos{};
+  WarpCursor<Cfg> cur{};
+  if (active) {
+    ld_pos = locate(u_begin / k_tiles);
+    cur.start(p, ld_pos, u_begin % k_tiles);
+  }
+  // Ring slots by shared address, advanced with a wrap (no division).
+  const uint32_t ring_s = ptx::smem_u32(ring);
+  const uint32_t ring_end = ring_s + Cfg::kStages * Cfg::kStageBytes;
+  uint32_t ld_slot = ring_s;
+  auto produce = [&]() {
+    if (ld_u < u_end) {
+      cur.issue(ld_slot, lane);
+      if (++ld_u < u_end) {
+        if (cur.kt + 1 == k_tiles) {
+          ld_pos = locate(ld_pos.tile + 1);
+          cur.start(p, ld_pos, 0);
+        } else {
+          cur.advance(p);
+        }
+      }
+    }
+    ptx::cp_async_commit();
+    ld_slot = ld_slot + Cfg::kStageBytes == ring_end ? ring_s : ld_slot + Cfg::kStageBytes;
+  };
+  if (active) {
+#pragma unroll
+    for (int s = 0; s < Cfg::kStages - 1; ++s) produce();
+  }
+
+  if (dense && tid == 0) offsets_ok = __ldg(p.offsets) == 0 && __ldg(p.offsets + 1) == p.M;
+  __syncthreads();   // cb_s
+  float cb_max = 0.f;
+#pragma unroll
+  for (int i = 0; i < kLevels; ++i) cb_max = fmaxf(cb_max, fabsf(cb_s[i]));
+  if (!(cb_max > 0.f)) cb_max = 1.f;   // all-zero codebook
+  build_decode_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
+  if (!__syncthreads_and(offsets_ok && fits)) {
+    // Offsets that are not a partition of the rows (or more tiles than the host
+    // sized the counters for): make it loud and touch nothing else.
+    ptx::cp_async_wait<0>();
+    T* c = static_cast<T*>(p.c);
+    const size_t total = size_t(p.M) * p.N;
+    for (size_t i = size_t(blockIdx.x) * Cfg::kThreads + tid; i < total; i += size_t(gridDim.x) * Cfg::kThreads)
+      c[i] = Elem<T>::from_float(__int_as_float(0x7fc00000));
+    return;
+  }
+  if (!active) return;   // no CTA barrier follows
+
+  // ---- per-lane constants ----------------------------------------------------
+  const int g = lane >> 2, t = lane & 3;
+  uint32_t rot[5];   // plane b's pair bits 2t + 8i -> 8i + 2b (plane 4: -> 8i of its own word)
+#pragma unroll
+  for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * t - 2 * (b & 3)) & 31u;
+  const uint32_t lane_word = Cfg::kQuad ? uint32_t(lane) * 8 : Cfg::kBits == 5 ? uint32_t(lane & 15) * 4
+                                                                                 : uint32_t(lane) * 4;
+  const float out_scale = cb_max;
+  const uint32_t lut_s = ptx::smem_u32(lut);
+  const bool k_half = p.K % kTileK != 0;   // the last K-tile has only its lower block
+  const char* a_base = static_cast<const char*>(p.a) + size_t(4 * t);
+  const size_t a_row_bytes = size_t(p.K) * sizeof(T);
+
+  // ---- main loop ------------------------------------------------------------
+  TilePos pos = locate(u_begin / k_tiles);
+  TilePos next = pos;   // the tile of unit u + 1
+  int kt = u_begin % k_tiles;
+  float acc[Cfg::kNT][4];
+#pragma unroll
+  for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) acc[nt][q] = 0.f;
+  // Activations one unit ahead: b_next holds unit u's fragments at the top of iteration u.
+  const char* b_ptr = a_base + size_t(pos.row0 + (g < pos.rows ? g : 0)) * a_row_bytes + size_t(kt) * kTileK * sizeof(T);
+  bool b_ok = g < pos.rows;
+  uint32_t b_next[2][4] = {};
+  load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 1 == k_tiles);
+
+  uint32_t slot_s = ring_s;   // the stage consumed next
+  for (int u = u_begin; u < u_end; ++u) {
+    ptx::cp_async_wait<Cfg::kStages - 2>();
+    __syncwarp();   // stage (u - u_begin) landed for every lane; the previous one is free
+    produce();
+    const uint8_t* stage = ring + (slot_s - ring_s);
+
+    uint32_t bf[2][4];
+#pragma unroll
+    for (int blk = 0; blk < 2; ++blk)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) bf[blk][j] = b_next[blk][j];
+    if (u + 1 < u_end) {
+      if (kt + 1 < k_tiles) {
+        b_ptr += kTileK * sizeof(T);
+        load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 2 == k_tiles);
+      } else {
+        next = locate(pos.tile + 1);
+        b_ok = g < next.rows;
+        b_ptr = a_base + size_t(next.row0 + (b_ok ? g : 0)) * a_row_bytes;
+        load_act<Cfg>(b_next, b_ptr, b_ok, k_half && k_tiles == 1);
+      }
+    }
+
+    // Scales of the stage, decoded once: row r's two blocks -> scales[2r], [2r + 1].
+#pragma unroll
+    for (int r = lane; r < Cfg::BLOCK_N; r += kWarpSize) {
+      const uint32_t b = *reinterpret_cast<const uint16_t*>(stage + Cfg::kWBytes + 2 * r);
+      *reinterpret_cast<float2*>(scales + 2 * r) =
+          make_float2(e4m4_from_bits((b << 19) & 0x07F80000u), e4m4_from_bits((b << 11) & 0x07F80000u));
+    }
+    __syncwarp();   // scales written
+
+    const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage);
+#pragma unroll
+    for (int nt = 0; nt < Cfg::kNT; ++nt) {
+      const int r = nt * 16 + g;
+      const float2 sa = *reinterpret_cast<const float2*>(scales + 2 * r);
+      const float2 sb = *reinterpret_cast<const float2*>(scales + 2 * (r + 8));
+#pragma unroll
+      for (int blk = 0; blk < 2; ++blk) {
+        uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
+        load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
+        load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
+        uint32_t frag[2][4];
+        dequant_block<Cfg>(frag, pa, pb, rot, lut_s, lane_word);
+        const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+        float part[4];
+        ptx::mma_m16n8k16<T>(part, frag[0], bf[blk][0], bf[blk][1], zero);
+        ptx::mma_m16n8k16<T>(part, frag[1], bf[blk][2], bf[blk][3], part);
+        const float s_a = blk ? sa.y : sa.x, s_b = blk ? sb.y : sb.x;
+        acc[nt][0] = fmaf(s_a, part[0], acc[nt][0]);
+        acc[nt][1] = fmaf(s_a, part[1], acc[nt][1]);
+        acc[nt][2] = fmaf(s_b, part[2], acc[nt][2]);
+        acc[nt][3] = fmaf(s_b, part[3], acc[nt][3]);
+      }
+    }
+
+    slot_s = slot_s + Cfg::kStageBytes == ring_end ? ring_s : slot_s + Cfg::kStageBytes;
+    if (++kt < k_tiles && u + 1 < u_end) continue;
+
+    // ---- tile finished (or this warp's share of it) ---------------------------
+    T* c = static_cast<T*>(p.c);
+    const int tile_u0 = pos.tile * k_tiles;
+    const bool full = tile_u0 >= u_begin && tile_u0 + k_tiles <= u_end;
+    if (full) {
+#pragma unroll
+      for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int n = pos.n0 + nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
+          if (m < pos.rows && n < p.N) c[size_t(pos.row0 + m) * p.N + n] = Elem<T>::from_float(acc[nt][q] * out_scale);
+        }
+    } else {
+      // Split tile: add this part into the tile's fp32 workspace (rows of the
+      // slot only), count in; the last warp to arrive writes C and zeroes the
+      // workspace and counter for the next launch (summation order varies).
+      float* ws = p.workspace + size_t(pos.tile) * (Cfg::BLOCK_N * Cfg::BLOCK_M);
+#pragma unroll
+      for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
+          if (m < pos.rows) atomicAdd(ws + n * Cfg::BLOCK_M + m, acc[nt][q]);
+        }
+      __threadfence();
+      __syncwarp();
+      // Contributors: the warps owning the tile's first .. last unit.
+      const int c_first = int(((long long)(tile_u0 + 1) * G - 1) / U);
+      const int c_last = int(((long long)(tile_u0 + k_tiles) * G - 1) / U);
+      int last = 0;
+      if (lane == 0) last = atomicAdd(p.counters + pos.tile, 1) == c_last - c_first;
+      if (__shfl_sync(0xffffffffu, last, 0)) {
+        __threadfence();
+#pragma unroll
+        for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
+            if (m < pos.rows) {
+              float* w = ws + n * Cfg::BLOCK_M + m;
+              const float v = ptx::ld_global_cg_f32(w);
+              *w = 0.f;
+              if (pos.n0 + n < p.N) c[size_t(pos.row0 + m) * p.N + pos.n0 + n] = Elem<T>::from_float(v * out_scale);
+            }
+          }
+        if (lane == 0) p.counters[pos.tile] = 0;   // ready for the next launch
+      }
+    }
+#pragma unroll
+    for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[nt][q] = 0.f;
+    kt = 0;
+    pos = next;
+  }
+  ptx::cp_async_wait<0>();
+}
+
+}  // namespace kbit
