@@ -17,6 +17,9 @@ Environment
                                       per call); without it, offsets that are not a
                                       partition of the rows make the kernel write NaN
     KBIT_VERBOSE_BUILD=1              show the compiler's output
+    KBIT_DECODE_CFG=W,NT,STAGES       tuning experiments: warps per CTA, 16-row tiles
+                                      per warp and ring depth of the decode kernel
+                                      (default 16,4,4; scripts/decode_variants.py)
     KBIT_KERNEL=tiled                 kbit_gemm: the tiled GEMM kernel for every M,
                                       also where the decode kernel serves (M <= 8
                                       rows per expert); to measure the crossover
@@ -85,6 +88,17 @@ def _expand(name: str, seen: set) -> str:
     return "\n".join(out) + "\n"
 
 
+def _decode_cfg_defines() -> str:
+    cfg = os.environ.get("KBIT_DECODE_CFG")
+    if not cfg:
+        return ""
+    try:
+        w, nt, st = (int(x) for x in cfg.split(","))
+    except ValueError:
+        raise ValueError(f"KBIT_DECODE_CFG={cfg!r}; expected three integers W,NT,STAGES") from None
+    return f"#define KBIT_DECODE_WARPS {w}\n#define KBIT_DECODE_NT {nt}\n#define KBIT_DECODE_STAGES {st}\n"
+
+
 def assemble_source(family: str) -> str:
     """The CUDA translation unit of a PTX family (kernels and launchers, no torch)."""
     if family not in FAMILIES:
@@ -92,7 +106,7 @@ def assemble_source(family: str) -> str:
     seen: set = set()
     parts = [f"// kbit module, PTX family {family}: assembled by submission.py from ptx/\n"
              f'#define KBIT_FAMILY "{family}"\n'
-             f"#define KBIT_TCGEN05 {1 if family == 'sm100' else 0}\n",
+             f"#define KBIT_TCGEN05 {1 if family == 'sm100' else 0}\n" + _decode_cfg_defines(),
              _expand("api.h", seen)]
     parts += [_expand(f, seen) for f in TU_FILES[family]]
     return "\n".join(parts)

@@ -23,8 +23,20 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 // SM sharing the lookup table, 4 weight tiles of 16 rows per warp (the
 // per-stage overhead is paid once for 128 weights per thread; k = 5 takes 2,
 // which its registers allow without spilling), a 4-deep ring per warp.
+// (KBIT_DECODE_WARPS / _NT / _STAGES override these for tuning experiments:
+// scripts/decode_variants.py.)
+#ifndef KBIT_DECODE_WARPS
+#define KBIT_DECODE_WARPS 16
+#endif
+#ifndef KBIT_DECODE_NT
+#define KBIT_DECODE_NT 4
+#endif
+#ifndef KBIT_DECODE_STAGES
+#define KBIT_DECODE_STAGES 4
+#endif
 template <int kBits, typename T>
-using DecodeCfg = DecodeConfig<kBits, T, 16, (kBits == 5 ? 2 : 4), 4>;
+using DecodeCfg = DecodeConfig<kBits, T, KBIT_DECODE_WARPS, (kBits == 5 && KBIT_DECODE_NT > 2 ? 2 : KBIT_DECODE_NT),
+                               KBIT_DECODE_STAGES>;
 
 inline int kbit_pick_mtiles(int M, int E) {
   const int active = E < M ? E : M;
