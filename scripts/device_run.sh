@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: build, GPU tests, sanitizers, host overhead, ncu, benchmarks.
-# Usage (repo root on the GPU machine): STEPS="build tests sanitize host ncu bench" \
-#   BENCH='regex' NCU='case1 case2' bash scripts/device_run.sh [extra eval/run.py args]
+# Usage (repo root on the GPU machine): STEPS="build tests sanitize host ncu bench bench_tiled" \
+#   BENCH='regex' BENCH_TILED='regex' NCU='case1 case2' bash scripts/device_run.sh [extra eval/run.py args]
 # Logs go to $OUT (or ./out).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -34,4 +34,10 @@ fi
 if has bench; then
   python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/bench.json" "$@" > "$OUT/bench.txt" 2>&1
   grep -E "^  (pass|FAIL)|streaming|benchmarks:" "$OUT/bench.txt" | cut -c1-130
+fi
+# The same benchmarks with the tiled GEMM kernel for every M (the decode crossover).
+if has bench_tiled; then
+  KBIT_KERNEL=tiled python3 eval/run.py --mode benchmark ${BENCH_TILED:+--filter "$BENCH_TILED"} \
+    --json "$OUT/bench_tiled.json" "$@" > "$OUT/bench_tiled.txt" 2>&1
+  grep -E "^  (pass|FAIL)|benchmarks:" "$OUT/bench_tiled.txt" | cut -c1-130
 fi
