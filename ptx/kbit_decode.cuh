@@ -288,10 +288,10 @@ kbit_decode_kernel(const KbitParams p) {
 
   // ---- prologue copies, then the table while they fly ------------------------
   int ld_u = u_begin;
-  TilePos ld_pos{};
+  TilePos pos{}, ld_pos{};
   WarpCursor<Cfg> cur{};
   if (active) {
-    ld_pos = locate(u_begin / k_tiles);
+    pos = ld_pos = locate(u_begin / k_tiles);
     cur.start(p, ld_pos, u_begin % k_tiles);
   }
   // Ring slots by shared address, advanced with a wrap (no division).
@@ -317,6 +317,17 @@ kbit_decode_kernel(const KbitParams p) {
 #pragma unroll
     for (int s = 0; s < Cfg::kStages - 1; ++s) produce();
   }
+  // The first unit's activations too (loaded to registers, see load_act).
+  const int g = lane >> 2, t = lane & 3;
+  const bool k_half = p.K % kTileK != 0;   // the last K-tile has only its lower block
+  const char* a_base = static_cast<const char*>(p.a) + size_t(4 * t);
+  const size_t a_row_bytes = size_t(p.K) * sizeof(T);
+  int kt = u_begin % k_tiles;
+  // Activations one unit ahead: b_next holds unit u's fragments at the top of iteration u.
+  bool b_ok = active && g < pos.rows;
+  const char* b_ptr = a_base + size_t(pos.row0 + (b_ok ? g : 0)) * a_row_bytes + size_t(kt) * kTileK * sizeof(T);
+  uint32_t b_next[2][4] = {};
+  load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 1 == k_tiles);
 
   if (dense && tid == 0) offsets_ok = __ldg(p.offsets) == 0 && __ldg(p.offsets + 1) == p.M;
   __syncthreads();   // cb_s
@@ -338,7 +349,6 @@ kbit_decode_kernel(const KbitParams p) {
   if (!active) return;   // no CTA barrier follows
 
   // ---- per-lane constants ----------------------------------------------------
-  const int g = lane >> 2, t = lane & 3;
   uint32_t rot[5];   // plane b's pair bits 2t + 8i -> 8i + 2b (plane 4: -> 8i of its own word)
 #pragma unroll
   for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * t - 2 * (b & 3)) & 31u;
@@ -346,24 +356,14 @@ kbit_decode_kernel(const KbitParams p) {
                                                                                  : uint32_t(lane) * 4;
   const float out_scale = cb_max;
   const uint32_t lut_s = ptx::smem_u32(lut);
-  const bool k_half = p.K % kTileK != 0;   // the last K-tile has only its lower block
-  const char* a_base = static_cast<const char*>(p.a) + size_t(4 * t);
-  const size_t a_row_bytes = size_t(p.K) * sizeof(T);
 
   // ---- main loop ------------------------------------------------------------
-  TilePos pos = locate(u_begin / k_tiles);
   TilePos next = pos;   // the tile of unit u + 1
-  int kt = u_begin % k_tiles;
   float acc[Cfg::kNT][4];
 #pragma unroll
   for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll
     for (int q = 0; q < 4; ++q) acc[nt][q] = 0.f;
-  // Activations one unit ahead: b_next holds unit u's fragments at the top of iteration u.
-  const char* b_ptr = a_base + size_t(pos.row0 + (g < pos.rows ? g : 0)) * a_row_bytes + size_t(kt) * kTileK * sizeof(T);
-  bool b_ok = g < pos.rows;
-  uint32_t b_next[2][4] = {};
-  load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 1 == k_tiles);
 
   uint32_t slot_s = ring_s;   // the stage consumed next
   for (int u = u_begin; u < u_end; ++u) {

@@ -1,7 +1,8 @@
 """Tuning experiment for the decode kernel: build variants of (warps per CTA,
 16-row tiles per warp, ring depth) in parallel, then graph-time each on a few
 benchmark cases (L2 flushed; µs, median of 5 graph replays of 20 calls).
-Usage: python3 scripts/decode_variants.py "16,4,4 20,4,3" case [case ...]"""
+A variant "tiled" times the tiled GEMM kernel (KBIT_KERNEL=tiled) instead.
+Usage: python3 scripts/decode_variants.py "16,4,4 20,4,3 tiled" case [case ...]"""
 import os
 import subprocess
 import sys
@@ -21,7 +22,7 @@ cases = sys.argv[2:]
 
 
 def prebuild(cfg):
-    env = dict(os.environ, KBIT_DECODE_CFG=cfg)
+    env = dict(os.environ, **({} if cfg == "tiled" else {"KBIT_DECODE_CFG": cfg}))
     r = subprocess.run([sys.executable, "-c", "import torch, submission as S; S._module_for(torch.device('cuda'))"],
                        cwd=ROOT, env=env, capture_output=True, text=True)
     return cfg, r.returncode, r.stderr[-2000:]
@@ -37,7 +38,12 @@ print(f"{'case':34s}" + "".join(f"{v:>12s}" for v in variants))
 datas = {c: generate(specs[c], "cuda") for c in cases}
 rows = {c: [] for c in cases}
 for cfg in variants:
-    os.environ["KBIT_DECODE_CFG"] = cfg
+    os.environ.pop("KBIT_KERNEL", None)
+    os.environ.pop("KBIT_DECODE_CFG", None)
+    if cfg == "tiled":
+        os.environ["KBIT_KERNEL"] = "tiled"
+    else:
+        os.environ["KBIT_DECODE_CFG"] = cfg
     S._device_modules.clear()
     for c in cases:
         d = datas[c]
