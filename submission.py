@@ -20,9 +20,10 @@ Environment
     KBIT_DECODE_CFG=W,NT,STAGES       tuning experiments: warps per CTA, 16-row tiles
                                       per warp and ring depth of the decode kernel
                                       (default 16,4,4; scripts/decode_variants.py)
-    KBIT_KERNEL=tiled                 kbit_gemm: the tiled GEMM kernel for every M,
-                                      also where the decode kernel serves (M <= 8
-                                      rows per expert); to measure the crossover
+    KBIT_KERNEL=tiled|decode          kbit_gemm: the tiled GEMM kernel for every M, or
+                                      the decode kernel wherever it applies (<= 8 rows
+                                      per expert), instead of the choice by shape; to
+                                      measure the crossover and test both kernels
 """
 
 from __future__ import annotations
@@ -399,10 +400,14 @@ def _cuda_module(device: torch.device):
 
 def _kbit_path(module, family, device) -> int:
     """Kernel path of the binding: 1 tcgen05 (sm100, verified), 2 the tiled
-    kernel for every M (KBIT_KERNEL=tiled), 0 the default choice."""
+    kernel for every M (KBIT_KERNEL=tiled), 3 the decode kernel wherever it
+    applies (KBIT_KERNEL=decode), 0 the choice by shape."""
     if family == "sm100" and tc_path_ok(module, "kbit_gemm", device):
         return 1
-    return 2 if os.environ.get("KBIT_KERNEL") == "tiled" else 0
+    return _KERNEL_PATHS.get(os.environ.get("KBIT_KERNEL"), 0)
+
+
+_KERNEL_PATHS = {"tiled": 2, "decode": 3}
 
 
 _device_modules: dict = {}

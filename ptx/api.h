@@ -17,7 +17,8 @@ struct KbitArgs {
   void* c;                   // [M, N], same dtype as a
   int M, N, K, E, bits, n_pad, k_tiles;
   int bf16;
-  int allow_decode;          // 0: the tiled GEMM kernel for every M (measurements)
+  int kernel;                // 0: chosen by shape (launch.cuh), 1: the tiled GEMM kernel,
+                             // 2: the decode kernel wherever it applies (<= 8 rows per expert)
 };
 
 // What a launch needs besides the tensors: a split-K workspace and zeroed

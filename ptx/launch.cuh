@@ -38,6 +38,16 @@ template <int kBits, typename T>
 using DecodeCfg = DecodeConfig<kBits, T, KBIT_DECODE_WARPS, (kBits == 5 && KBIT_DECODE_NT > 2 ? 2 : KBIT_DECODE_NT),
                                KBIT_DECODE_STAGES>;
 
+// Where the decode kernel is faster than the tiled kernel, by measurement
+// (H100, graph time; docs/results.md "decode crossover"): dense layers of at
+// least 2^27 weights (Llama-3-70B: 63 vs 73 us at M = 1, 69 vs 73 us at
+// M = 4) with at most 4 rows. It ties at 8B size for M = 1 and loses at M = 4,
+// on the small Qwen3 layers and on grouped decode, where its split tiles'
+// atomics and its longer per-warp chains cost more than it saves.
+inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
+  return a.E == 1 && a.M <= 4 && (long long)a.N * a.K >= (1ll << 27);
+}
+
 inline int kbit_pick_mtiles(int M, int E) {
   const int active = E < M ? E : M;
   const int rows = cdiv(M, active > 0 ? active : 1);
@@ -259,8 +269,7 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.E > 4096) return "kbit: at most 4096 experts";
   plan->mtiles = kbit::kbit_pick_mtiles(a.M, a.E);
   plan->decode = 0;
-  // At most 8 rows per expert slot: the decode kernel (docs/design.md, crossover).
-  if (plan->mtiles == 1 && a.allow_decode) {
+  if (plan->mtiles == 1 && (a.kernel == 2 || (a.kernel == 0 && kbit::decode_kernel_pays(a)))) {
     bool fits = false;
     if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, kbit::DecodePlanFn{a, device, plan, &fits}))
       return err;

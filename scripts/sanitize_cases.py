@@ -1,6 +1,7 @@
 """A representative set of kernel calls for compute-sanitizer (memcheck,
 racecheck): every k, both dtypes, partial tiles, split tiles, grouped with
-empty experts, M = 1 .. 300, and nvfp4 with plain and blocked scales."""
+empty experts, M = 1 .. 300 (each with the tiled and the decode kernel), and nvfp4 with plain and blocked scales."""
+import os
 import sys
 from pathlib import Path
 
@@ -16,11 +17,14 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          dict(m=64, n=264, k=4096, bits=4, dtype="float16", experts=64),
          dict(m=3, n=2048, k=8192, bits=5, dtype="float16")]
 bad = 0
-for spec in CASES:
-    d = R.generate_input("kbit_gemm", seed=1, device="cuda", **spec)
-    ok, msg = R.check_implementation(d, S.custom_kernel(R.KbitGemmInput(*(t.clone() for t in d))))
-    bad += not ok
-    print(spec, ok, msg)
+for kernel in ("", "tiled", "decode"):   # the choice by shape, then each mma.sync kernel everywhere
+    os.environ["KBIT_KERNEL"] = kernel
+    for spec in CASES:
+        d = R.generate_input("kbit_gemm", seed=1, device="cuda", **spec)
+        ok, msg = R.check_implementation(d, S.custom_kernel(R.KbitGemmInput(*(t.clone() for t in d))))
+        bad += not ok
+        print(kernel or "auto", spec, ok, msg)
+os.environ.pop("KBIT_KERNEL")
 for m, k, l in ((128, 256, 1), (384, 7168, 2)):
     d = R.generate_input("nvfp4_gemv", m=m, k=k, l=l, seed=1, device="cuda")
     ok, msg = R.check_implementation(d, S.custom_kernel(d))

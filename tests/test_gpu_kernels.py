@@ -38,13 +38,45 @@ def test_kbit_spec(spec):
 
 
 @requires_sm80
-@pytest.mark.parametrize("spec", [s for s in KBIT_TESTS if 0 < s["m"] <= 8], ids=_name)
-def test_kbit_tiled_kernel_small_m(spec, monkeypatch):
-    """The tiled GEMM kernel also serves decode sizes (KBIT_KERNEL=tiled, and GPUs
-    whose shared memory does not hold the decode kernel): it stays correct there."""
-    monkeypatch.setenv("KBIT_KERNEL", "tiled")
+@pytest.mark.parametrize("kernel", ["tiled", "decode"])
+@pytest.mark.parametrize("spec", [s for s in KBIT_TESTS if s["m"] > 0], ids=_name)
+def test_kbit_each_kernel(spec, kernel, monkeypatch):
+    """Both mma.sync kernels at every test shape, whichever the shape rule picks:
+    the tiled kernel for every M, the decode kernel wherever it applies (at most
+    8 rows per expert; elsewhere the tiled kernel runs)."""
+    monkeypatch.setenv("KBIT_KERNEL", kernel)
     data, out = _run(spec)
     ok, msg = R.check_implementation(data, out)
+    assert ok, msg
+
+
+@requires_sm80
+@pytest.mark.parametrize("experts", [1, 16])
+def test_kbit_decode_kernel_repeatable_and_graph(experts, monkeypatch):
+    """The decode kernel's split tiles (warp-level stream-K, fp32 atomics) at a
+    size with many splits: every run passes, and a captured graph replays on new
+    activations and routing."""
+    monkeypatch.setenv("KBIT_KERNEL", "decode")
+    spec = dict(problem="kbit_gemm", m=4 if experts == 1 else 20, n=1000, k=4160, bits=4, dtype="float16",
+                experts=experts, seed=7)
+    data = generate(spec, "cuda")
+    arg = clone_input(data)
+    for _ in range(3):
+        poison(arg)
+        ok, msg = R.check_implementation(data, S.custom_kernel(arg))
+        assert ok, msg
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        S.custom_kernel(arg)
+    fresh = generate({**spec, "seed": 8}, "cuda")
+    arg.a.copy_(fresh.a)
+    arg.offsets.copy_(fresh.offsets)
+    arg.c.fill_(float("nan"))
+    g.replay()
+    torch.cuda.synchronize()
+    check = R.KbitGemmInput(fresh.a, data.b_packed, data.b_absmax, data.codebook, fresh.offsets, arg.c)
+    ok, msg = R.check_implementation(check, arg.c)
     assert ok, msg
 
 
@@ -108,12 +140,15 @@ def test_kbit_cuda_graph(experts):
 
 
 @requires_sm80
-def test_kbit_bad_offsets_are_loud():
+@pytest.mark.parametrize("kernel", ["tiled", "decode"])
+@pytest.mark.parametrize("experts,m,offsets", [(4, 20, [0, 5, 3, 12, 20]), (1, 3, [0, 2])])
+def test_kbit_bad_offsets_are_loud(kernel, experts, m, offsets, monkeypatch):
     """Offsets that do not partition the rows: the kernel writes NaN everywhere
     (no host sync by default); with KBIT_VALIDATE_OFFSETS=1 a ValueError."""
-    data = generate(dict(problem="kbit_gemm", m=20, n=64, k=64, bits=3, dtype="float16", experts=4,
+    monkeypatch.setenv("KBIT_KERNEL", kernel)
+    data = generate(dict(problem="kbit_gemm", m=m, n=64, k=64, bits=3, dtype="float16", experts=experts,
                          seed=1), "cuda")
-    bad = R.KbitGemmInput(*data[:4], torch.tensor([0, 5, 3, 12, 20], dtype=torch.int32, device="cuda"),
+    bad = R.KbitGemmInput(*data[:4], torch.tensor(offsets, dtype=torch.int32, device="cuda"),
                           data.c.clone())
     out = S.custom_kernel(bad)
     torch.cuda.synchronize()
