@@ -112,9 +112,9 @@ const char* kbit_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::Kbi
   return nullptr;
 }
 
-template <class Cfg>
-const char* kbit_run_cfg(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan, float* ws,
-                         int32_t* counters, cudaStream_t stream) {
+// Kernel parameters of both mma.sync kernels.
+inline KbitParams kbit_params(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan, float* ws,
+                              int32_t* counters) {
   KbitParams p;
   p.a = a.a;
   p.b_packed = a.b_packed;
@@ -127,6 +127,13 @@ const char* kbit_run_cfg(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& 
   p.M = a.M; p.N = a.N; p.K = a.K; p.E = a.E;
   p.max_tiles = int(plan.counters);
   p.layout = KbitLayout{a.N, a.K, a.n_pad, a.k_tiles, a.bits};
+  return p;
+}
+
+template <class Cfg>
+const char* kbit_run_cfg(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan, float* ws,
+                         int32_t* counters, cudaStream_t stream) {
+  const KbitParams p = kbit_params(a, plan, ws, counters);
   kbit_gemm_kernel<Cfg><<<plan.grid, Cfg::kThreads, Cfg::smem_bytes(a.E), stream>>>(p);
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
@@ -169,18 +176,7 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
 template <class Cfg>
 const char* kbit_decode_run_cfg(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan, float* ws,
                                 int32_t* counters, cudaStream_t stream) {
-  KbitParams p;
-  p.a = a.a;
-  p.b_packed = a.b_packed;
-  p.b_absmax = a.b_absmax;
-  p.codebook = a.codebook;
-  p.offsets = a.offsets;
-  p.c = a.c;
-  p.workspace = ws;
-  p.counters = counters;
-  p.M = a.M; p.N = a.N; p.K = a.K; p.E = a.E;
-  p.max_tiles = int(plan.counters);
-  p.layout = KbitLayout{a.N, a.K, a.n_pad, a.k_tiles, a.bits};
+  const KbitParams p = kbit_params(a, plan, ws, counters);
   kbit_decode_kernel<Cfg><<<plan.grid, Cfg::kThreads, Cfg::smem_bytes(a.E), stream>>>(p);
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
