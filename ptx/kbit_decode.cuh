@@ -115,7 +115,6 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
 // byte 1 = byte i of the index word, bytes 2, 3 = the lane word's zero byte 1.
 __host__ __device__ constexpr uint32_t lut_sel(int i) { return 0x5504u | (uint32_t(i) << 4); }
 
-template <class Cfg>
 __device__ __forceinline__ uint32_t lookup_byte(uint32_t lut, uint32_t index_word, uint32_t lane_word, uint32_t sel) {
   return ptx::ld_shared_const_u32(lut + ptx::prmt(index_word, lane_word, sel));
 }
@@ -154,8 +153,8 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint
     const uint32_t wb = Cfg::kBits == 4 ? xb.lo : xb.lo & kClean;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      frag[i >> 1][(i & 1) * 2] = lookup_byte<Cfg>(lut, wa, lane_word, lut_sel(i));
-      frag[i >> 1][(i & 1) * 2 + 1] = lookup_byte<Cfg>(lut, wb, lane_word, lut_sel(i));
+      frag[i >> 1][(i & 1) * 2] = lookup_byte(lut, wa, lane_word, lut_sel(i));
+      frag[i >> 1][(i & 1) * 2 + 1] = lookup_byte(lut, wb, lane_word, lut_sel(i));
     }
   }
 }

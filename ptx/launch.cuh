@@ -95,12 +95,12 @@ inline int sm_count(int device) {
   return counts[device];
 }
 
+// Grid and split-tile workspace of either mma.sync kernel (its Cfg, its
+// function): one persistent wave, one counter and workspace slot per tile.
 template <class Cfg>
-const char* kbit_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan) {
+const char* kbit_plan_for(const void* kernel, const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan) {
   int per_sm = 0;
-  if (const char* err = resident_ctas(reinterpret_cast<const void*>(&kbit_gemm_kernel<Cfg>), Cfg::kThreads,
-                                      Cfg::smem_bytes(a.E), device, &per_sm))
-    return err;
+  if (const char* err = resident_ctas(kernel, Cfg::kThreads, Cfg::smem_bytes(a.E), device, &per_sm)) return err;
   const long long tiles = (long long)(cdiv(a.M, Cfg::BLOCK_M) + (a.E < a.M ? a.E : a.M)) *
                           cdiv(a.N, Cfg::BLOCK_N);
   if (tiles * a.k_tiles >= (1ll << 31)) return "kbit: problem too large for 32-bit unit indices";
@@ -110,6 +110,11 @@ const char* kbit_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::Kbi
   plan->block_n = Cfg::BLOCK_N;
   plan->block_m = Cfg::BLOCK_M;
   return nullptr;
+}
+
+template <class Cfg>
+const char* kbit_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan) {
+  return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_gemm_kernel<Cfg>), a, device, plan);
 }
 
 // Kernel parameters of both mma.sync kernels.
@@ -155,22 +160,10 @@ inline size_t smem_optin(int device) {
 // tiled GEMM kernel serves those.
 template <class Cfg>
 const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan, bool* fits) {
-  const size_t smem = Cfg::smem_bytes(a.E);
-  *fits = smem <= smem_optin(device);
+  *fits = Cfg::smem_bytes(a.E) <= smem_optin(device);
   if (!*fits) return nullptr;
-  int per_sm = 0;
-  if (const char* err = resident_ctas(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), Cfg::kThreads, smem,
-                                      device, &per_sm))
-    return err;
-  const long long tiles = (long long)(cdiv(a.M, Cfg::BLOCK_M) + (a.E < a.M ? a.E : a.M)) * cdiv(a.N, Cfg::BLOCK_N);
-  if (tiles * a.k_tiles >= (1ll << 31)) return "kbit: problem too large for 32-bit unit indices";
-  plan->grid = sm_count(device) * per_sm;
-  plan->workspace_floats = size_t(tiles) * Cfg::BLOCK_N * Cfg::BLOCK_M;
-  plan->counters = size_t(tiles);
-  plan->block_n = Cfg::BLOCK_N;
-  plan->block_m = Cfg::BLOCK_M;
   plan->decode = 1;
-  return nullptr;
+  return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), a, device, plan);
 }
 
 template <class Cfg>
