@@ -17,9 +17,12 @@ Environment
                                       per call); without it, offsets that are not a
                                       partition of the rows make the kernel write NaN
     KBIT_VERBOSE_BUILD=1              show the compiler's output
-    KBIT_DECODE_CFG=W,NT,STAGES       tuning experiments: warps per CTA, 16-row tiles
+    KBIT_DECODE_CFG=W,NT,STAGES[,P]   tuning experiments: warps per CTA, 16-row tiles
                                       per warp and ring depth of the decode kernel
-                                      (default 16,4,4; scripts/decode_variants.py)
+                                      (default 16,4,4; scripts/decode_variants.py);
+                                      P builds a timing probe that computes WRONG
+                                      results, leaving out (bit mask) 1 the dequant,
+                                      2 the weight copies, 4 the activation loads
     KBIT_KERNEL=tiled|decode          kbit_gemm: the tiled GEMM kernel for every M, or
                                       the decode kernel wherever it applies (<= 8 rows
                                       per expert), instead of the choice by shape; to
@@ -94,10 +97,13 @@ def _decode_cfg_defines() -> str:
     if not cfg:
         return ""
     try:
-        w, nt, st = (int(x) for x in cfg.split(","))
+        w, nt, st, *probe = (int(x) for x in cfg.split(","))
+        if len(probe) > 1:
+            raise ValueError
     except ValueError:
-        raise ValueError(f"KBIT_DECODE_CFG={cfg!r}; expected three integers W,NT,STAGES") from None
-    return f"#define KBIT_DECODE_WARPS {w}\n#define KBIT_DECODE_NT {nt}\n#define KBIT_DECODE_STAGES {st}\n"
+        raise ValueError(f"KBIT_DECODE_CFG={cfg!r}; expected W,NT,STAGES[,PROBE] (integers)") from None
+    probe_def = f"#define KBIT_DECODE_PROBE {probe[0]}\n" if probe else ""
+    return f"#define KBIT_DECODE_WARPS {w}\n#define KBIT_DECODE_NT {nt}\n#define KBIT_DECODE_STAGES {st}\n" + probe_def
 
 
 def assemble_source(family: str) -> str:

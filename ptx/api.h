@@ -27,7 +27,8 @@ struct KbitPlan {
   size_t workspace_floats;
   size_t counters;
   int grid, mtiles, block_n, block_m;
-  int decode;                // 1: the decode kernel (kbit_decode.cuh), else the tiled GEMM kernel
+  int decode;                // 2 or 4: the decode kernel (kbit_decode.cuh) with that many 16-row
+                             // tiles per warp; 0: the tiled GEMM kernel
 };
 
 // Both return nullptr on success, else a description of the error.

@@ -28,6 +28,15 @@
 
 namespace kbit {
 
+// Timing probes (KBIT_DECODE_CFG=W,NT,STAGES,P; results are WRONG, for
+// measurements only). P is a bit mask of what to leave out: 1 the dequant and
+// MMAs, 2 the weight copies (the ring's contents are stale), 4 the activation
+// loads; and of changes: 8 copy units in a K-tile-major order (dense), 16
+// number warps CTA-major (the warps of an SM take adjacent unit ranges).
+#ifndef KBIT_DECODE_PROBE
+#define KBIT_DECODE_PROBE 0
+#endif
+
 template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_>
 struct DecodeConfig {
   static constexpr int kBits = kBits_;
@@ -217,7 +226,7 @@ struct WarpCursor {
 // discarded); columns past K (upper half tile when K % 64 == 32) are zero.
 template <class Cfg>
 __device__ __forceinline__ void load_act(uint32_t (&b)[2][4], const char* row_ptr, bool row_ok, bool half) {
-  if (row_ok) {
+  if (row_ok && !(KBIT_DECODE_PROBE & 4)) {
 #pragma unroll
     for (int blk = 0; blk < 2; ++blk)
 #pragma unroll
@@ -250,13 +259,22 @@ kbit_decode_kernel(const KbitParams p) {
   float* scales = reinterpret_cast<float*>(ring + Cfg::kStages * Cfg::kStageBytes);
 
   constexpr int kLevels = 1 << Cfg::kBits;
+  // The few loads the set-up barriers wait for go out first: a load issued
+  // after the prologue copies of all SMs (~13 MB) queues behind them (ncu put
+  // ~17 % of the warps' samples at the first barrier when the offsets were
+  // loaded there, Llama-3-8B gate/up, M = 1).
   if (tid < kLevels) cb_s[tid] = __ldg(p.codebook + tid);
+  const bool dense = p.E == 1;
+  int dense_off0 = 0, dense_off1 = p.M;   // dense: checked at the second barrier
+  if (dense && tid == 0) {
+    dense_off0 = __ldg(p.offsets);
+    dense_off1 = __ldg(p.offsets + 1);
+  }
 
   // ---- where this warp's units are -------------------------------------------
   // Dense layers (E = 1) locate slots without the offsets, so the first copies
   // go out before anything else has arrived; the offsets are checked below,
   // before anything is written. Grouped layers need the slot table first.
-  const bool dense = p.E == 1;
   bool offsets_ok = true;
   if (!dense) offsets_ok = build_slot_table<Cfg>(slot_start, scratch, p.offsets, p.E, p.M, tid);
   const int S = dense ? cdiv(p.M, Cfg::BLOCK_M) : (offsets_ok ? slot_start[p.E] : 0);
@@ -268,7 +286,8 @@ kbit_decode_kernel(const KbitParams p) {
   const long long total_warps = (long long)gridDim.x * Cfg::kWarps;
   const long long G = max(1ll, min(total_warps, U / kMinUnits));
   // Warp ids interleave the CTAs, so a short list of units spreads over all SMs.
-  const long long wid = (long long)warp * gridDim.x + blockIdx.x;
+  const long long wid = (KBIT_DECODE_PROBE & 16) ? (long long)blockIdx.x * Cfg::kWarps + warp
+                                                 : (long long)warp * gridDim.x + blockIdx.x;
   const bool active = fits && wid < G && U > 0;
   const int u_begin = active ? int(wid * U / G) : 0;
   const int u_end = active ? int((wid + 1) * U / G) : 0;
@@ -299,7 +318,15 @@ kbit_decode_kernel(const KbitParams p) {
   uint32_t ld_slot = ring_s;
   auto produce = [&]() {
     if (ld_u < u_end) {
-      cur.issue(ld_slot, lane);
+      if (KBIT_DECODE_PROBE & 8) {   // probe: copy unit ld_u of a K-tile-major order (dense only)
+        TilePos q{};
+        q.n0 = (ld_u % n_blocks) * Cfg::BLOCK_N;
+        WarpCursor<Cfg> kc;
+        kc.start(p, q, ld_u / n_blocks);
+        kc.issue(ld_slot, lane);
+      } else if (!(KBIT_DECODE_PROBE & 2)) {
+        cur.issue(ld_slot, lane);
+      }
       if (++ld_u < u_end) {
         if (cur.kt + 1 == k_tiles) {
           ld_pos = locate(ld_pos.tile + 1);
@@ -328,7 +355,7 @@ kbit_decode_kernel(const KbitParams p) {
   uint32_t b_next[2][4] = {};
   load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 1 == k_tiles);
 
-  if (dense && tid == 0) offsets_ok = __ldg(p.offsets) == 0 && __ldg(p.offsets + 1) == p.M;
+  if (dense) offsets_ok = dense_off0 == 0 && dense_off1 == p.M;
   __syncthreads();   // cb_s
   float cb_max = 0.f;
 #pragma unroll
@@ -399,7 +426,7 @@ kbit_decode_kernel(const KbitParams p) {
 
     const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage);
 #pragma unroll
-    for (int nt = 0; nt < Cfg::kNT; ++nt) {
+    for (int nt = 0; nt < ((KBIT_DECODE_PROBE & 1) ? 0 : Cfg::kNT); ++nt) {
       const int r = nt * 16 + g;
       const float2 sa = *reinterpret_cast<const float2*>(scales + 2 * r);
       const float2 sb = *reinterpret_cast<const float2*>(scales + 2 * (r + 8));

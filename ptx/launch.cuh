@@ -20,33 +20,39 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
                             (kMTiles == 1 && (kBits == 2 || kBits == 4) ? 3 : 2)>;
 
 // The decode kernel (at most 8 rows per expert slot): one CTA of 16 warps per
-// SM sharing the lookup table, 4 weight tiles of 16 rows per warp (the
-// per-stage overhead is paid once for 128 weights per thread; k = 5 takes 2,
-// which its registers allow without spilling), a 4-deep ring per warp.
-// (KBIT_DECODE_WARPS / _NT / _STAGES override these for tuning experiments:
-// scripts/decode_variants.py.)
+// SM sharing the lookup table, a 4-deep ring per warp, and warp tiles of
+// kNT x 16 weight rows: 4 on large layers (the per-stage overhead is paid once
+// for 128 weights per thread), 2 on the others (twice the units, shorter
+// per-warp chains, fewer rows per split tile) and always for k = 5 (registers).
+// KBIT_DECODE_WARPS / _NT / _STAGES override these for tuning experiments
+// (scripts/decode_variants.py; _NT then applies to every shape).
 #ifndef KBIT_DECODE_WARPS
 #define KBIT_DECODE_WARPS 16
 #endif
 #ifndef KBIT_DECODE_NT
-#define KBIT_DECODE_NT 4
+#define KBIT_DECODE_NT 0
 #endif
 #ifndef KBIT_DECODE_STAGES
 #define KBIT_DECODE_STAGES 4
 #endif
-template <int kBits, typename T>
-using DecodeCfg = DecodeConfig<kBits, T, KBIT_DECODE_WARPS, (kBits == 5 && KBIT_DECODE_NT > 2 ? 2 : KBIT_DECODE_NT),
-                               KBIT_DECODE_STAGES>;
+template <int kBits, typename T, int kNT>
+using DecodeCfg = DecodeConfig<kBits, T, KBIT_DECODE_WARPS,
+                               (kBits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : kNT), KBIT_DECODE_STAGES>;
 
-// Where the decode kernel is faster than the tiled kernel, by measurement
-// (H100, graph time; docs/results.md "decode crossover"): dense layers of at
-// least 2^27 weights (Llama-3-70B: 63 vs 73 us at M = 1, 69 vs 73 us at
-// M = 4) with at most 4 rows. It ties at 8B size for M = 1 and loses at M = 4,
-// on the small Qwen3 layers and on grouped decode, where its split tiles'
-// atomics and its longer per-warp chains cost more than it saves.
+// Shape rule, by measurement (H100, graph time, both kernels and both warp
+// tiles on every M <= 4 benchmark: docs/results.md "decode crossover"):
+// * dense layers of at least 2^27 weights, M <= 4: the decode kernel with
+//   64-row warp tiles (Llama-3-70B: 63 vs 72 us at M = 1, 69 vs 73 us at M = 4);
+// * smaller dense layers at M = 1: the decode kernel with 32-row warp tiles
+//   (Llama-3-8B 24 vs 27 us, Qwen3 layers 8-13 vs 9-13 us);
+// * everything else, the tiled kernel: at M = 2..4 on the smaller layers and on
+//   grouped layers it measured faster (Qwen3 dense M = 4: 12-13 vs 14-16 us).
+inline bool decode_large_layer(const kbit_api::KbitArgs& a) { return (long long)a.N * a.K >= (1ll << 27); }
 inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
-  return a.E == 1 && a.M <= 4 && (long long)a.N * a.K >= (1ll << 27);
+  return a.E == 1 && (a.M == 1 || (a.M <= 4 && decode_large_layer(a)));
 }
+// 16-row tiles per warp of the decode kernel for this shape.
+inline int decode_nt(const kbit_api::KbitArgs& a) { return decode_large_layer(a) ? 4 : 2; }
 
 inline int kbit_pick_mtiles(int M, int E) {
   const int active = E < M ? E : M;
@@ -162,7 +168,7 @@ template <class Cfg>
 const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan, bool* fits) {
   *fits = Cfg::smem_bytes(a.E) <= smem_optin(device);
   if (!*fits) return nullptr;
-  plan->decode = 1;
+  plan->decode = Cfg::kNT == 4 ? 4 : 2;   // selects the configuration again at run time
   return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), a, device, plan);
 }
 
@@ -175,12 +181,18 @@ const char* kbit_decode_run_cfg(const kbit_api::KbitArgs& a, const kbit_api::Kbi
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
-// Calls f.template operator()<DecodeCfg<bits, dtype>>().
+// Calls f.template operator()<DecodeCfg<bits, dtype, nt>>() (nt: 2 or 4).
 template <class F>
-const char* kbit_decode_dispatch(int bits, int bf16, const F& f) {
-#define KBIT_DECODE_T(BITS)                                                              \
-  return bf16 ? f.template operator()<DecodeCfg<BITS, __nv_bfloat16>>()                 \
-              : f.template operator()<DecodeCfg<BITS, __half>>();
+const char* kbit_decode_dispatch(int bits, int bf16, int nt, const F& f) {
+#define KBIT_DECODE_NT_(BITS, NT)                                                          \
+  return bf16 ? f.template operator()<DecodeCfg<BITS, __nv_bfloat16, NT>>()                \
+              : f.template operator()<DecodeCfg<BITS, __half, NT>>();
+#define KBIT_DECODE_T(BITS)       \
+  if (nt == 4) {                  \
+    KBIT_DECODE_NT_(BITS, 4)      \
+  } else {                        \
+    KBIT_DECODE_NT_(BITS, 2)      \
+  }
   switch (bits) {
     case 2: KBIT_DECODE_T(2)
     case 3: KBIT_DECODE_T(3)
@@ -189,6 +201,7 @@ const char* kbit_decode_dispatch(int bits, int bf16, const F& f) {
     default: return "kbit: bits must be 2..5";
   }
 #undef KBIT_DECODE_T
+#undef KBIT_DECODE_NT_
 }
 
 struct DecodePlanFn {
@@ -260,7 +273,8 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   plan->decode = 0;
   if (plan->mtiles == 1 && (a.kernel == 2 || (a.kernel == 0 && kbit::decode_kernel_pays(a)))) {
     bool fits = false;
-    if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, kbit::DecodePlanFn{a, device, plan, &fits}))
+    if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, kbit::decode_nt(a),
+                                                     kbit::DecodePlanFn{a, device, plan, &fits}))
       return err;
     if (fits) return nullptr;
   }
@@ -270,7 +284,7 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
 const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, int32_t* counters,
                           void* stream) {
   if (plan.decode)
-    return kbit::kbit_decode_dispatch(a.bits, a.bf16,
+    return kbit::kbit_decode_dispatch(a.bits, a.bf16, plan.decode,
                                       kbit::DecodeRunFn{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
   return kbit::kbit_dispatch(a.bits, a.bf16, plan.mtiles,
                              kbit::RunFn{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});

@@ -1,7 +1,10 @@
 """Tuning experiment for the decode kernel: build variants of (warps per CTA,
 16-row tiles per warp, ring depth) in parallel, then graph-time each on a few
 benchmark cases (L2 flushed; µs, median of 5 graph replays of 20 calls).
-A variant "tiled" times the tiled GEMM kernel (KBIT_KERNEL=tiled) instead.
+Decode variants run with KBIT_KERNEL=decode (every case on the decode kernel);
+a variant "tiled" times the tiled GEMM kernel (KBIT_KERNEL=tiled) instead. The
+first line is the floor of this measurement: a one-element add, graph-timed
+the same way.
 Usage: python3 scripts/decode_variants.py "16,4,4 20,4,3 tiled" case [case ...]"""
 import os
 import subprocess
@@ -22,19 +25,24 @@ cases = sys.argv[2:]
 
 
 def prebuild(cfg):
-    env = dict(os.environ, **({} if cfg == "tiled" else {"KBIT_DECODE_CFG": cfg}))
+    env = dict(os.environ, **({"KBIT_KERNEL": "tiled"} if cfg == "tiled" else {"KBIT_DECODE_CFG": cfg}))
     r = subprocess.run([sys.executable, "-c", "import torch, submission as S; S._module_for(torch.device('cuda'))"],
                        cwd=ROOT, env=env, capture_output=True, text=True)
     return cfg, r.returncode, r.stderr[-2000:]
 
 
+failed = []
 with ThreadPoolExecutor(len(variants)) as ex:
     for cfg, rc, err in ex.map(prebuild, variants):
-        print(f"built {cfg}: rc={rc}", err if rc else "", flush=True)
+        print(f"built {cfg}: rc={rc}", err[-600:] if rc else "", flush=True)
+        if rc:
+            failed.append(cfg)
+variants = [v for v in variants if v not in failed]   # a failed build is reported and skipped
 
 timer = Timer(torch.device("cuda"))
+one = torch.zeros(1, device="cuda")
+print(f"floor (graph time of a one-element add): {timer.graph_us(lambda: one.add_(1)):.2f} us", flush=True)
 specs = {s["name"]: s for s in load_tasks("kbit_gemm")["benchmarks"]}
-print(f"{'case':34s}" + "".join(f"{v:>12s}" for v in variants))
 datas = {c: generate(specs[c], "cuda") for c in cases}
 rows = {c: [] for c in cases}
 for cfg in variants:
@@ -44,9 +52,24 @@ for cfg in variants:
         os.environ["KBIT_KERNEL"] = "tiled"
     else:
         os.environ["KBIT_DECODE_CFG"] = cfg
+        os.environ["KBIT_KERNEL"] = "decode"
+    # Both caches: build() keys its modules by (family, arch) only, so a
+    # variant would otherwise run the first variant's module.
+    S._modules.clear()
     S._device_modules.clear()
     for c in cases:
         d = datas[c]
         rows[c].append(timer.graph_us(lambda: S.custom_kernel(d)))
+    print(f"{cfg}: module {[m.__name__ for m in S._modules.values()]}", flush=True)
+# A plain read of (nearly) the same bytes: a float32 sum over the packed
+# weight planes (the scales, 1/16 more bytes at k = 4, left out), the kernel the
+# streaming-bandwidth measurement uses: what a streaming kernel of this size
+# achieves, ramp-up and tail included.
+sums = {}
 for c in cases:
-    print(f"{c:34s}" + "".join(f"{x:12.2f}" for x in rows[c]), flush=True)
+    flat = datas[c].b_packed.view(-1).view(torch.float32)
+    out = torch.zeros((), dtype=torch.float32, device="cuda")
+    sums[c] = timer.graph_us(lambda: torch.sum(flat, dim=0, out=out))
+print(f"{'case':34s}" + "".join(f"{v:>12s}" for v in variants) + f"{'torch.sum':>12s}")
+for c in cases:
+    print(f"{c:34s}" + "".join(f"{x:12.2f}" for x in rows[c]) + f"{sums[c]:12.2f}", flush=True)
