@@ -31,8 +31,7 @@ namespace kbit {
 // Timing probes (KBIT_DECODE_CFG=W,NT,STAGES,P; results are WRONG, for
 // measurements only). P is a bit mask of what to leave out: 1 the dequant and
 // MMAs, 2 the weight copies (the ring's contents are stale), 4 the activation
-// loads; and of changes: 8 copy units in a K-tile-major order (dense), 16
-// number warps CTA-major (the warps of an SM take adjacent unit ranges).
+// loads; and of changes: 8 copy units in a K-tile-major order (dense).
 #ifndef KBIT_DECODE_PROBE
 #define KBIT_DECODE_PROBE 0
 #endif
@@ -285,9 +284,15 @@ kbit_decode_kernel(const KbitParams p) {
   constexpr int kMinUnits = 2;
   const long long total_warps = (long long)gridDim.x * Cfg::kWarps;
   const long long G = max(1ll, min(total_warps, U / kMinUnits));
-  // Warp ids interleave the CTAs, so a short list of units spreads over all SMs.
-  const long long wid = (KBIT_DECODE_PROBE & 16) ? (long long)blockIdx.x * Cfg::kWarps + warp
-                                                 : (long long)warp * gridDim.x + blockIdx.x;
+  // Warp ids: CTA-major when every warp has units (the warps of an SM then take
+  // adjacent ranges, sharing tiles and activation rows: 4-8 % faster on the
+  // Llama-3-8B layers, results.md v5); otherwise they interleave the CTAs, so a
+  // short list of units spreads over all SMs. The 64-row tiles keep the
+  // interleaved order: there CTA-major gained <= 3 % and made ptxas spill
+  // (k = 2 and 4).
+  const bool cta_major = Cfg::kNT == 2 && G == total_warps;
+  const long long wid = cta_major ? (long long)blockIdx.x * Cfg::kWarps + warp
+                                  : (long long)warp * gridDim.x + blockIdx.x;
   const bool active = fits && wid < G && U > 0;
   const int u_begin = active ? int(wid * U / G) : 0;
   const int u_end = active ? int((wid + 1) * U / G) : 0;
