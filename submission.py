@@ -18,15 +18,17 @@ Environment
                                       partition of the rows make the kernel write NaN
     KBIT_VERBOSE_BUILD=1              show the compiler's output
     KBIT_DECODE_CFG=W,NT,STAGES[,P]   tuning experiments: warps per CTA, 16-row tiles
-                                      per warp and ring depth of the decode kernel
-                                      (default 16,4,4; scripts/decode_variants.py);
-                                      P builds a timing probe that computes WRONG
-                                      results, leaving out (bit mask) 1 the dequant,
-                                      2 the weight copies, 4 the activation loads
-    KBIT_KERNEL=tiled|decode          kbit_gemm: the tiled GEMM kernel for every M, or
+                                      per warp (then at every shape) and ring depth of
+                                      the decode kernel (default 16, 2 or 4 by shape,
+                                      4; scripts/decode_variants.py); P builds a timing
+                                      probe that computes WRONG results, leaving out
+                                      (bit mask) 1 the dequant, 2 the weight copies, 4
+                                      the activation loads; 8 copies in K-tile order
+    KBIT_KERNEL=tiled|decode|decode64 kbit_gemm: the tiled GEMM kernel for every M, or
                                       the decode kernel wherever it applies (<= 8 rows
-                                      per expert), instead of the choice by shape; to
-                                      measure the crossover and test both kernels
+                                      per expert; decode64: with 64-row warp tiles at
+                                      every shape), instead of the choice by shape; to
+                                      measure the crossover and test each kernel
 """
 
 from __future__ import annotations
@@ -407,13 +409,14 @@ def _cuda_module(device: torch.device):
 def _kbit_path(module, family, device) -> int:
     """Kernel path of the binding: 1 tcgen05 (sm100, verified), 2 the tiled
     kernel for every M (KBIT_KERNEL=tiled), 3 the decode kernel wherever it
-    applies (KBIT_KERNEL=decode), 0 the choice by shape."""
+    applies (KBIT_KERNEL=decode), 4 the same with 64-row warp tiles at every
+    shape (KBIT_KERNEL=decode64), 0 the choice by shape."""
     if family == "sm100" and tc_path_ok(module, "kbit_gemm", device):
         return 1
     return _KERNEL_PATHS.get(os.environ.get("KBIT_KERNEL"), 0)
 
 
-_KERNEL_PATHS = {"tiled": 2, "decode": 3}
+_KERNEL_PATHS = {"tiled": 2, "decode": 3, "decode64": 4}
 
 
 _device_modules: dict = {}

@@ -18,7 +18,8 @@ struct KbitArgs {
   int M, N, K, E, bits, n_pad, k_tiles;
   int bf16;
   int kernel;                // 0: chosen by shape (launch.cuh), 1: the tiled GEMM kernel,
-                             // 2: the decode kernel wherever it applies (<= 8 rows per expert)
+                             // 2: the decode kernel wherever it applies (<= 8 rows per expert),
+                             // 3: the same with 64-row warp tiles at every shape
 };
 
 // What a launch needs besides the tensors: a split-K workspace and zeroed

@@ -128,8 +128,9 @@ std::string validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::T
 
 // path 0: mma.sync kernels (every family; the decode or the tiled GEMM kernel,
 // chosen by shape); path 1: tcgen05 kernel (sm100 family); path 2: the tiled
-// kernel for every M; path 3: the decode kernel wherever it applies (2 and 3
-// measure the crossover and test both kernels at every shape).
+// kernel for every M; path 3: the decode kernel wherever it applies; path 4:
+// the same with 64-row warp tiles at every shape (2..4 measure the crossover and
+// test each kernel and tile size at every shape).
 // Returns "" after launching, or a validation message (nothing launched).
 std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at::Tensor codebook,
                       at::Tensor offsets, at::Tensor c, int64_t path) {
@@ -138,7 +139,7 @@ std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at
   TORCH_CHECK(a.is_cuda(), "kbit_gemm: tensors must be on a CUDA device");
   const c10::cuda::CUDAGuard guard(a.device());
   kbit_api::KbitArgs args = kbit_args(a, b_packed, b_absmax, codebook, offsets, c);
-  args.kernel = path == 2 ? 1 : path == 3 ? 2 : 0;
+  args.kernel = path == 2 ? 1 : path == 3 ? 2 : path == 4 ? 3 : 0;
   if (args.M == 0) return std::string();
   kbit_api::KbitPlan plan;
   check(kbit_api::kbit_gemm_plan(args, a.device().index(), &plan));

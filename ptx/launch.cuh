@@ -141,11 +141,11 @@ inline KbitParams kbit_params(const kbit_api::KbitArgs& a, const kbit_api::KbitP
   return p;
 }
 
+// One launch of either mma.sync kernel (its Cfg, its function).
 template <class Cfg>
-const char* kbit_run_cfg(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan, float* ws,
-                         int32_t* counters, cudaStream_t stream) {
-  const KbitParams p = kbit_params(a, plan, ws, counters);
-  kbit_gemm_kernel<Cfg><<<plan.grid, Cfg::kThreads, Cfg::smem_bytes(a.E), stream>>>(p);
+const char* kbit_launch(void (*kernel)(KbitParams), const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan,
+                        float* ws, int32_t* counters, cudaStream_t stream) {
+  kernel<<<plan.grid, Cfg::kThreads, Cfg::smem_bytes(a.E), stream>>>(kbit_params(a, plan, ws, counters));
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
@@ -168,17 +168,7 @@ template <class Cfg>
 const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan, bool* fits) {
   *fits = Cfg::smem_bytes(a.E) <= smem_optin(device);
   if (!*fits) return nullptr;
-  plan->decode = Cfg::kNT == 4 ? 4 : 2;   // selects the configuration again at run time
   return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), a, device, plan);
-}
-
-template <class Cfg>
-const char* kbit_decode_run_cfg(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan, float* ws,
-                                int32_t* counters, cudaStream_t stream) {
-  const KbitParams p = kbit_params(a, plan, ws, counters);
-  kbit_decode_kernel<Cfg><<<plan.grid, Cfg::kThreads, Cfg::smem_bytes(a.E), stream>>>(p);
-  const cudaError_t err = cudaGetLastError();
-  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
 // Calls f.template operator()<DecodeCfg<bits, dtype, nt>>() (nt: 2 or 4).
@@ -211,17 +201,6 @@ struct DecodePlanFn {
   bool* fits;
   template <class Cfg> const char* operator()() const { return kbit_decode_plan_cfg<Cfg>(a, device, plan, fits); }
 };
-struct DecodeRunFn {
-  const kbit_api::KbitArgs& a;
-  const kbit_api::KbitPlan& plan;
-  float* ws;
-  int32_t* counters;
-  cudaStream_t stream;
-  template <class Cfg> const char* operator()() const {
-    return kbit_decode_run_cfg<Cfg>(a, plan, ws, counters, stream);
-  }
-};
-
 // Calls f.template operator()<Cfg>() for the configuration of (bits, dtype, mtiles).
 template <class F>
 const char* kbit_dispatch(int bits, int bf16, int mtiles, const F& f) {
@@ -252,13 +231,18 @@ struct PlanFn {
   kbit_api::KbitPlan* plan;
   template <class Cfg> const char* operator()() const { return kbit_plan_cfg<Cfg>(a, device, plan); }
 };
+// Launch of the decode kernel (kDecode) or of the tiled kernel for a Cfg.
+template <bool kDecode>
 struct RunFn {
   const kbit_api::KbitArgs& a;
   const kbit_api::KbitPlan& plan;
   float* ws;
   int32_t* counters;
   cudaStream_t stream;
-  template <class Cfg> const char* operator()() const { return kbit_run_cfg<Cfg>(a, plan, ws, counters, stream); }
+  template <class Cfg> const char* operator()() const {
+    if constexpr (kDecode) return kbit_launch<Cfg>(&kbit_decode_kernel<Cfg>, a, plan, ws, counters, stream);
+    else return kbit_launch<Cfg>(&kbit_gemm_kernel<Cfg>, a, plan, ws, counters, stream);
+  }
 };
 
 }  // namespace kbit
@@ -271,12 +255,16 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.E > 4096) return "kbit: at most 4096 experts";
   plan->mtiles = kbit::kbit_pick_mtiles(a.M, a.E);
   plan->decode = 0;
-  if (plan->mtiles == 1 && (a.kernel == 2 || (a.kernel == 0 && kbit::decode_kernel_pays(a)))) {
+  const bool decode = a.kernel == 2 || a.kernel == 3 || (a.kernel == 0 && kbit::decode_kernel_pays(a));
+  if (plan->mtiles == 1 && decode) {
+    const int nt = a.kernel == 3 ? 4 : kbit::decode_nt(a);
     bool fits = false;
-    if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, kbit::decode_nt(a),
-                                                     kbit::DecodePlanFn{a, device, plan, &fits}))
+    if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, nt, kbit::DecodePlanFn{a, device, plan, &fits}))
       return err;
-    if (fits) return nullptr;
+    if (fits) {
+      plan->decode = nt;   // the run selects the same configuration
+      return nullptr;
+    }
   }
   return kbit::kbit_dispatch(a.bits, a.bf16, plan->mtiles, kbit::PlanFn{a, device, plan});
 }
@@ -285,9 +273,9 @@ const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, in
                           void* stream) {
   if (plan.decode)
     return kbit::kbit_decode_dispatch(a.bits, a.bf16, plan.decode,
-                                      kbit::DecodeRunFn{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
+                                      kbit::RunFn<true>{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
   return kbit::kbit_dispatch(a.bits, a.bf16, plan.mtiles,
-                             kbit::RunFn{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
+                             kbit::RunFn<false>{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
 }
 
 const char* nvfp4_gemv_run(const Nvfp4Args& a, int device, void* stream) {

@@ -38,12 +38,13 @@ def test_kbit_spec(spec):
 
 
 @requires_sm80
-@pytest.mark.parametrize("kernel", ["tiled", "decode"])
+@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64"])
 @pytest.mark.parametrize("spec", [s for s in KBIT_TESTS if s["m"] > 0], ids=_name)
 def test_kbit_each_kernel(spec, kernel, monkeypatch):
     """Both mma.sync kernels at every test shape, whichever the shape rule picks:
     the tiled kernel for every M, the decode kernel wherever it applies (at most
-    8 rows per expert; elsewhere the tiled kernel runs)."""
+    8 rows per expert; elsewhere the tiled kernel runs), with the warp tile the
+    shape rule picks (32 rows at these sizes) and with 64-row tiles."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
     data, out = _run(spec)
     ok, msg = R.check_implementation(data, out)
@@ -51,12 +52,13 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
 
 
 @requires_sm80
+@pytest.mark.parametrize("kernel", ["decode", "decode64"])
 @pytest.mark.parametrize("experts", [1, 16])
-def test_kbit_decode_kernel_repeatable_and_graph(experts, monkeypatch):
+def test_kbit_decode_kernel_repeatable_and_graph(experts, kernel, monkeypatch):
     """The decode kernel's split tiles (warp-level stream-K, fp32 atomics) at a
-    size with many splits: every run passes, and a captured graph replays on new
-    activations and routing."""
-    monkeypatch.setenv("KBIT_KERNEL", "decode")
+    size with many splits, both warp tiles: every run passes, and a captured
+    graph replays on new activations and routing."""
+    monkeypatch.setenv("KBIT_KERNEL", kernel)
     spec = dict(problem="kbit_gemm", m=4 if experts == 1 else 20, n=1000, k=4160, bits=4, dtype="float16",
                 experts=experts, seed=7)
     data = generate(spec, "cuda")
@@ -134,7 +136,7 @@ def test_kbit_cuda_graph(experts):
 
 
 @requires_sm80
-@pytest.mark.parametrize("kernel", ["tiled", "decode"])
+@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64"])
 @pytest.mark.parametrize("experts,m,offsets", [(4, 20, [0, 5, 3, 12, 20]), (1, 3, [0, 2])])
 def test_kbit_bad_offsets_are_loud(kernel, experts, m, offsets, monkeypatch):
     """Offsets that do not partition the rows: the kernel writes NaN everywhere
