@@ -309,6 +309,11 @@ def validate_nvfp4(data) -> dict:
         _need(a.data_ptr() % 16 == 0 and a.stride(0) % 16 == 0 and a.stride(2) % 16 == 0,
               "a rows must be 16-byte aligned")
         _need(b.data_ptr() % 4 == 0 and b.stride(2) % 4 == 0, "b must be 4-byte aligned")
+        # Where the plain scales are not usable, the kernel reads the blocked copy.
+        for plain, blocked, n in ((sfa, sfa_p, "sfa"), (sfb, sfb_p, "sfb")):
+            _need(_plain_sf_usable(plain, dev) or (blocked.device == dev and blocked.data_ptr() % 2 == 0),
+                  f"{n} (on {plain.device}) is not readable by the kernel and {n}_permuted is on "
+                  f"{blocked.device}; a is on {dev}")
     return dict(m=m, k=k, l=l)
 
 
@@ -358,12 +363,10 @@ def _run_path(module, problem: str, data, path: int):
         if bad:
             raise ValueError(bad)
         return data.c
-    a, b, sfa, sfb, sfa_p, sfb_p, c = data
-    sfa_plain = _plain_sf_usable(sfa, a.device)
-    sfb_plain = _plain_sf_usable(sfb, a.device)
-    module.nvfp4_gemv(a, b, sfa if sfa_plain else sfa_p, sfb if sfb_plain else sfb_p, c,
-                      not sfa_plain, not sfb_plain, path)
-    return c
+    bad = module.nvfp4_gemv(*data, path)
+    if bad:
+        raise ValueError(bad)
+    return data[6]
 
 
 def tc_path_ok(module, problem: str, device: torch.device) -> bool:
@@ -425,6 +428,13 @@ _device_modules: dict = {}
 def custom_kernel(data):
     """Compute the problem of `data` (reference.py) and return its output tensor,
     written in place (data.c for kbit_gemm, data[6] for nvfp4_gemv)."""
+    if type(data) is tuple and len(data) == 7 and all(isinstance(t, torch.Tensor) for t in data) \
+            and data[0].is_cuda:
+        # GPU fast path of nvfp4_gemv: validated in C++ (validate_nvfp4's checks).
+        module, family = _cuda_module(data[0].device)
+        if module is not None:
+            path = 1 if family == "sm100" and tc_path_ok(module, "nvfp4_gemv", data[0].device) else 0
+            return _run_path(module, "nvfp4_gemv", data, path)
     if type(data) is R.KbitGemmInput and all(isinstance(t, torch.Tensor) for t in data) and data.a.is_cuda:
         # GPU fast path: the binding validates in C++ (same checks and messages
         # as validate_kbit) before launching.

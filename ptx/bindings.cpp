@@ -1,13 +1,15 @@
 // bindings.cpp — the only torch-aware source: tensors in, raw pointers out to the
 // launchers of the CUDA translation unit (declared in api.h, which
-// submission.py puts in front of this text). Inputs are validated in
-// submission.py; here only what the launch itself needs is checked.
+// submission.py puts in front of this text). The CUDA fast path validates its
+// inputs here, with the checks and messages of submission.validate_kbit /
+// validate_nvfp4 (which serve the CPU path), so a call costs microseconds.
 #include <torch/extension.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace {
@@ -150,16 +152,101 @@ std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at
   return std::string();
 }
 
-// sfa / sfb: plain [rows, k/16, l] when `blocked` is false, else the 128x4
-// blocked tensors [32, 4, rest, 4, rest_k, l] (contiguous buffer).
-void nvfp4_gemv(at::Tensor a, at::Tensor b, at::Tensor sfa, at::Tensor sfb, at::Tensor c,
-                bool sfa_blocked, bool sfb_blocked, int64_t path) {
+// nvfp4_gemv input validation, the same checks as submission.validate_nvfp4
+// (which serves the CPU path). blocked_ok: is t the [32, 4, rest, 4, rest_k, l]
+// permuted view of a contiguous (l, rest, rest_k, 32, 4, 4) buffer?
+bool blocked_ok(const at::Tensor& t, int64_t rows, int64_t cols, int64_t l) {
+  const int64_t shape[6] = {l, (rows + 127) / 128, (cols + 3) / 4, 32, 4, 4};
+  int64_t strides[6], s = 1;
+  for (int i = 5; i >= 0; --i) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  constexpr int perm[6] = {3, 4, 1, 5, 2, 0};
+  if (t.dim() != 6) return false;
+  for (int d = 0; d < 6; ++d)
+    if (t.size(d) != shape[perm[d]] || t.stride(d) != strides[perm[d]]) return false;
+  return true;
+}
+
+std::string strides_str(const at::Tensor& t) {
+  std::string r = "(";
+  for (int64_t i = 0; i < t.dim(); ++i) r += (i ? ", " : "") + std::to_string(t.stride(i));
+  return r + (t.dim() == 1 ? ",)" : ")");
+}
+
+// The kernel reads plain scales two at a time: same device, k-contiguous, even
+// strides and address (submission._plain_sf_usable).
+bool plain_sf_usable(const at::Tensor& sf, const at::Device& dev) {
+  return sf.device() == dev && sf.stride(1) == 1 && sf.stride(0) % 2 == 0 && sf.stride(2) % 2 == 0 &&
+         reinterpret_cast<uintptr_t>(sf.data_ptr()) % 2 == 0;
+}
+
+std::string validate_nvfp4(const at::Tensor& a, const at::Tensor& b, const at::Tensor& sfa, const at::Tensor& sfb,
+                           const at::Tensor& sfa_p, const at::Tensor& sfb_p, const at::Tensor& c) {
+  auto fp4 = [](const at::Tensor& t) {
+    return t.scalar_type() == at::ScalarType::Float4_e2m1fn_x2 || t.scalar_type() == at::kByte;
+  };
+  KBIT_REQUIRE(fp4(a) && a.dim() == 3, "a must be float4_e2m1fn_x2 [m, k/2, l], got ", a.scalar_type(), " ",
+               shape_str(a));
+  const int64_t m = a.size(0), kh = a.size(1), l = a.size(2), k = 2 * kh;
+  KBIT_REQUIRE(k % 64 == 0 && k > 0, "k = ", k, " must be a positive multiple of 64");
+  KBIT_REQUIRE(fp4(b) && b.dim() == 3 && b.size(1) == kh && b.size(2) == l && b.size(0) >= 1,
+               "b must be float4_e2m1fn_x2 [rows, ", kh, ", ", l, "], got ", b.scalar_type(), " ", shape_str(b));
+  KBIT_REQUIRE(a.stride(1) == 1 && b.stride(1) == 1, "a and b must be K-major (stride 1 along k/2)");
+  const auto f8 = at::ScalarType::Float8_e4m3fn;
+  KBIT_REQUIRE(sfa.scalar_type() == f8 && sfa.dim() == 3 && sfa.size(0) == m && sfa.size(1) == k / 16 &&
+                   sfa.size(2) == l,
+               "sfa must be float8_e4m3fn (", m, ", ", k / 16, ", ", l, "), got ", sfa.scalar_type(), " ",
+               shape_str(sfa));
+  KBIT_REQUIRE(sfb.scalar_type() == f8 && sfb.dim() == 3 && sfb.size(1) == k / 16 && sfb.size(2) == l,
+               "sfb must be float8_e4m3fn [rows, ", k / 16, ", ", l, "], got ", sfb.scalar_type(), " ",
+               shape_str(sfb));
+  KBIT_REQUIRE(c.scalar_type() == at::kHalf && c.dim() == 3 && c.size(0) == m && c.size(1) == 1 && c.size(2) == l,
+               "c must be float16 (", m, ", 1, ", l, "), got ", c.scalar_type(), " ", shape_str(c));
+  const at::Device dev = a.device();
+  KBIT_REQUIRE(b.device() == dev, "b is on ", b.device(), ", a is on ", dev);
+  KBIT_REQUIRE(c.device() == dev, "c is on ", c.device(), ", a is on ", dev);
+  KBIT_REQUIRE(sfa_p.scalar_type() == f8 && blocked_ok(sfa_p, m, k / 16, l),
+               "sfa_permuted must be the [32, 4, rest_mn, 4, rest_k, l] blocked view of a contiguous buffer, got ",
+               sfa_p.scalar_type(), " ", shape_str(sfa_p), " strides ", strides_str(sfa_p));
+  KBIT_REQUIRE(sfb_p.scalar_type() == f8 && blocked_ok(sfb_p, 128, k / 16, l),
+               "sfb_permuted must be the [32, 4, rest_mn, 4, rest_k, l] blocked view of a contiguous buffer, got ",
+               sfb_p.scalar_type(), " ", shape_str(sfb_p), " strides ", strides_str(sfb_p));
+  KBIT_REQUIRE(reinterpret_cast<uintptr_t>(a.data_ptr()) % 16 == 0 && a.stride(0) % 16 == 0 && a.stride(2) % 16 == 0,
+               "a rows must be 16-byte aligned");
+  KBIT_REQUIRE(reinterpret_cast<uintptr_t>(b.data_ptr()) % 4 == 0 && b.stride(2) % 4 == 0, "b must be 4-byte aligned");
+  // Where the plain scales are not usable, the blocked copy is read: it must be
+  // on the GPU too.
+  for (const auto& [plain, blocked, name] :
+       {std::make_tuple(&sfa, &sfa_p, "sfa"), std::make_tuple(&sfb, &sfb_p, "sfb")})
+    KBIT_REQUIRE(plain_sf_usable(*plain, dev) ||
+                     (blocked->device() == dev && reinterpret_cast<uintptr_t>(blocked->data_ptr()) % 2 == 0),
+                 name, " (on ", plain->device(), ") is not readable by the kernel and ", name, "_permuted is on ",
+                 blocked->device(), "; a is on ", dev);
+  return std::string();
+}
+
+// path 0: the portable kernel; path 1: the tcgen05 kernel (sm100 family; reads
+// the blocked scales). Plain sfa / sfb are read where usable (one load per
+// chunk instead of blocked address arithmetic), else their blocked copies.
+// Returns "" after launching, or a validation message (nothing launched).
+std::string nvfp4_gemv(at::Tensor a, at::Tensor b, at::Tensor sfa, at::Tensor sfb, at::Tensor sfa_p,
+                       at::Tensor sfb_p, at::Tensor c, int64_t path) {
+  std::string bad = validate_nvfp4(a, b, sfa, sfb, sfa_p, sfb_p, c);
+  if (!bad.empty()) return bad;
+  TORCH_CHECK(a.is_cuda(), "nvfp4_gemv: tensors must be on a CUDA device");
+  if (a.size(0) == 0 || a.size(2) == 0) return std::string();
   const c10::cuda::CUDAGuard guard(a.device());
+  const bool sfa_blocked = path == 1 || !plain_sf_usable(sfa, a.device());
+  const bool sfb_blocked = path == 1 || !plain_sf_usable(sfb, a.device());
+  const at::Tensor& sa = sfa_blocked ? sfa_p : sfa;
+  const at::Tensor& sb = sfb_blocked ? sfb_p : sfb;
   kbit_api::Nvfp4Args args;
   args.a = static_cast<const uint8_t*>(a.data_ptr());
   args.b = static_cast<const uint8_t*>(b.data_ptr());
-  args.sfa = static_cast<const uint8_t*>(sfa.data_ptr());
-  args.sfb = static_cast<const uint8_t*>(sfb.data_ptr());
+  args.sfa = static_cast<const uint8_t*>(sa.data_ptr());
+  args.sfb = static_cast<const uint8_t*>(sb.data_ptr());
   args.c = c.data_ptr();
   args.m = int(a.size(0));
   args.k = int(a.size(1) * 2);
@@ -167,9 +254,9 @@ void nvfp4_gemv(at::Tensor a, at::Tensor b, at::Tensor sfa, at::Tensor sfb, at::
   args.a_si = a.stride(0);
   args.a_sl = a.stride(2);
   args.b_sl = b.stride(2);
-  args.sfa_si = sfa_blocked ? 0 : sfa.stride(0);
-  args.sfa_sl = sfa_blocked ? 0 : sfa.stride(2);
-  args.sfb_sl = sfb_blocked ? 0 : sfb.stride(2);
+  args.sfa_si = sfa_blocked ? 0 : sa.stride(0);
+  args.sfa_sl = sfa_blocked ? 0 : sa.stride(2);
+  args.sfb_sl = sfb_blocked ? 0 : sb.stride(2);
   args.c_si = c.stride(0);
   args.c_sl = c.stride(2);
   args.sfa_blocked = sfa_blocked;
@@ -177,13 +264,14 @@ void nvfp4_gemv(at::Tensor a, at::Tensor b, at::Tensor sfa, at::Tensor sfb, at::
   void* stream = at::cuda::getCurrentCUDAStream().stream();
   check(path == 1 ? kbit_api::nvfp4_gemv_run_tc(args, a.device().index(), stream)
                   : kbit_api::nvfp4_gemv_run(args, a.device().index(), stream));
+  return std::string();
 }
 
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("kbit_gemm", &kbit_gemm, "fused kbit dequantize + GEMM (writes c); returns \"\" or a validation message");
-  m.def("nvfp4_gemv", &nvfp4_gemv, "NVFP4 batched scaled GEMV (writes c)");
+  m.def("nvfp4_gemv", &nvfp4_gemv, "NVFP4 batched scaled GEMV (writes c); returns \"\" or a validation message");
   m.def("family", &kbit_api::family_name, "PTX family of this build");
   m.def("has_tcgen05", &kbit_api::has_tcgen05, "1 if the tcgen05 paths are built in");
 }

@@ -288,16 +288,13 @@ const char* nvfp4_gemv_run(const Nvfp4Args& a, int device, void* stream) {
   p.m = a.m; p.k = a.k; p.l = a.l;
   p.sfa_blocked = a.sfa_blocked; p.sfb_blocked = a.sfb_blocked;
   const size_t smem = kbit::nvfp4_smem_bytes(a.k);
+  const auto kernel = &kbit::nvfp4_gemv_kernel<kbit::kNvfp4Group, kbit::kNvfp4MinCtas>;
   int per_sm = 0;
-  if (const char* err = kbit::resident_ctas(reinterpret_cast<const void*>(&kbit::nvfp4_gemv_kernel),
-                                            kbit::kNvfp4Threads, smem, device, &per_sm))
+  if (const char* err = kbit::resident_ctas(reinterpret_cast<const void*>(kernel), kbit::kNvfp4Threads, smem,
+                                            device, &per_sm))
     return err;
-  // Enough CTAs per batch to fill the GPU about twice; a CTA decodes b once.
-  const int target = 2 * kbit::sm_count(device) * per_sm;
-  int gx = kbit::cdiv(target, a.l);
-  const int max_gx = kbit::cdiv(a.m, kbit::kNvfp4Threads / 32);
-  gx = gx < 1 ? 1 : gx > max_gx ? max_gx : gx;
-  kbit::nvfp4_gemv_kernel<<<dim3(gx, a.l), kbit::kNvfp4Threads, smem, static_cast<cudaStream_t>(stream)>>>(p);
+  const int gx = kbit::nvfp4_ctas_per_batch(a.m, a.l, kbit::sm_count(device) * per_sm);
+  kernel<<<dim3(gx, a.l), kbit::kNvfp4Threads, smem, static_cast<cudaStream_t>(stream)>>>(p);
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }

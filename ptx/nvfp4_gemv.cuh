@@ -10,8 +10,20 @@
 // vector, shared by all rows of one batch) is decoded once per CTA into shared
 // memory. All L batches run in one launch (grid.y = l).
 //
+// Streaming. A warp owns rows row0 + warp, row0 + warp + 8, ... of its CTA's
+// row range; lane `lane` reads 16-byte chunks lane, lane + 32, ... of each row.
+// The chunks a lane reads, row after row, form one stream, loaded in groups of
+// kG into two register sets that alternate: one group is summed while the next
+// is in flight, across row boundaries (a k = 2048 row is only two chunks per
+// lane: v1, one row at a time, waited a full DRAM round trip per row). The
+// first group is issued before the CTA decodes b, so the set-up hides under it.
+// One persistent wave of CTAs: b is decoded once per CTA, not once per 8 rows.
+//
 // Version log
 //   v1  prmt + dp4a integer group sums, warp per row, b decoded in shared memory.
+//   v2  double-buffered register groups across rows, loads before the set-up,
+//       one wave of CTAs;
+//       positive and negative codes summed in separate dp4a chains.
 #pragma once
 
 namespace kbit {
@@ -38,22 +50,126 @@ __device__ __forceinline__ long long nvfp4_sf_offset(int i, int j, int l, int ro
 // fp4 magnitude codes 0..7 -> 2 * value as bytes: {0,1,2,3,4,6,8,12}.
 constexpr uint32_t kFp4Lo = 0x03020100u, kFp4Hi = 0x0C080604u;
 
-// Four fp4 codes (selector nibbles of `sel`) -> signed dot product with the four
-// int8 values of bv. prmt with a selector nibble >= 8 replicates the sign bit
-// of a (positive) table byte, i.e. yields 0: `pos` keeps the positive codes,
-// `neg` (selector ^ 0x8888) the negative ones.
-__device__ __forceinline__ int fp4x4_dot(uint32_t sel, uint32_t bv, int acc) {
-  const uint32_t pos = ptx::prmt(kFp4Lo, kFp4Hi, sel);
-  const uint32_t neg = ptx::prmt(kFp4Lo, kFp4Hi, sel ^ 0x8888u);
-  return ptx::dp4a_s32(pos, bv, acc) - ptx::dp4a_s32(neg, bv, 0);
+// Eight fp4 codes (one word of a) against eight int8 values of b (bv0: codes
+// 0..3, bv1: codes 4..7). prmt reads only the low 16 bits of its selector (four
+// nibbles), and a selector nibble >= 8 replicates the sign bit of a positive
+// table byte, i.e. yields 0: the word itself selects the positive codes, the
+// word ^ 0x88888888 the negative ones. The two sums stay in separate chains
+// (pos - neg is taken once per 16 elements).
+__device__ __forceinline__ void fp4x8_dot(uint32_t w, uint32_t bv0, uint32_t bv1, int& pos, int& neg) {
+  const uint32_t wn = w ^ 0x88888888u;
+  pos = ptx::dp4a_s32(ptx::prmt(kFp4Lo, kFp4Hi, w), bv0, pos);
+  neg = ptx::dp4a_s32(ptx::prmt(kFp4Lo, kFp4Hi, wn), bv0, neg);
+  pos = ptx::dp4a_s32(ptx::prmt(kFp4Lo, kFp4Hi, w >> 16), bv1, pos);
+  neg = ptx::dp4a_s32(ptx::prmt(kFp4Lo, kFp4Hi, wn >> 16), bv1, neg);
 }
 
 // b decoded to signed int8 in two halves per 32-element chunk (lanes read 16 B
 // at a 16 B stride: no bank conflicts), sfb as float * 1/4 (undoes the 2x of both
 // integer operands).
 constexpr int kNvfp4Threads = 256;
+constexpr int kNvfp4Warps = kNvfp4Threads / 32;
+// Measured on the H100 (scripts/nvfp4_bench.cu, docs/results.md): groups of 2
+// with 4 CTAs (32 warps) per SM beat deeper groups at lower occupancy, and
+// every register cap below 64 spilled.
+constexpr int kNvfp4Group = 2;         // 16-byte loads per lane per group (see the kernel)
+constexpr int kNvfp4MinCtas = 4;       // __launch_bounds__ minimum: 64 registers
 
-__global__ void __launch_bounds__(kNvfp4Threads)
+// kG consecutive elements of a lane's stream, in registers.
+template <int kG>
+struct Nvfp4Group {
+  uint4 a[kG];
+  uint32_t sf[kG];     // the chunk's two sfa bytes
+};
+
+// A lane's position in its stream: chunk `chunk` = slot * 32 + lane (16 bytes,
+// 32 codes) of row `row`, with the addresses of that chunk and of its two sfa
+// bytes. Moving to the next slot adds 512 bytes to `a` and a fixed step to `sf`:
+// 64 bytes in plain sfa, 16 blocks of 512 bytes in the blocked layout (32
+// chunks = 64 scales = 16 four-column blocks). Only a new row recomputes them.
+struct Nvfp4Cursor {
+  int row, chunk;
+  const uint8_t* a;
+  const uint8_t* sf;
+};
+
+struct Nvfp4Stream {
+  const Nvfp4Params& p;
+  int l, lane, chunks, row_end;
+  long long sf_step;
+
+  __device__ __forceinline__ Nvfp4Cursor start(int row) const {
+    Nvfp4Cursor at;
+    at.row = row;
+    at.chunk = lane;
+    at.a = p.a + (long long)row * p.a_si + (long long)l * p.a_sl + 16 * lane;
+    at.sf = p.sfa + (p.sfa_blocked ? nvfp4_sf_offset(row, 2 * lane, l, p.m, p.k / 16)
+                                   : (long long)row * p.sfa_si + (long long)l * p.sfa_sl + 2 * lane);
+    return at;
+  }
+  // The next slot of the row, or the first of the warp's next row. Returns
+  // whether the row ended.
+  __device__ __forceinline__ bool advance(Nvfp4Cursor& at) const {
+    at.chunk += 32;
+    at.a += 512;
+    at.sf += sf_step;
+    if (at.chunk - lane < chunks) return false;
+    at = start(at.row + kNvfp4Warps);
+    return true;
+  }
+
+  // Issues the loads of the next kG elements (past the warp's rows or the row's
+  // last chunk: nothing).
+  template <int kG>
+  __device__ __forceinline__ void load(Nvfp4Cursor& in, Nvfp4Group<kG>& g) const {
+#pragma unroll
+    for (int u = 0; u < kG; ++u) {
+      if (in.row < row_end && in.chunk < chunks) {
+        g.a[u] = ptx::ld_global_nc_na_v4(in.a);
+        g.sf[u] = *reinterpret_cast<const uint16_t*>(in.sf);
+      }
+      advance(in);
+    }
+  }
+
+  // Adds the next kG elements to acc; at the end of a row, reduces acc over
+  // the warp and writes c. Branches are warp-uniform except the chunk bound.
+  template <int kG>
+  __device__ __forceinline__ void consume(Nvfp4Cursor& out, const Nvfp4Group<kG>& g, float& acc,
+                                          const uint4* b_lo, const uint4* b_hi, const float* sfb_s,
+                                          const float* fp8) const {
+#pragma unroll
+    for (int u = 0; u < kG; ++u) {
+      if (out.row >= row_end) return;
+      const int chunk = out.chunk;
+      if (chunk < chunks) {
+        const uint4 blo = b_lo[chunk], bhi = b_hi[chunk];
+        int p0 = 0, n0 = 0, p1 = 0, n1 = 0;
+        fp4x8_dot(g.a[u].x, blo.x, blo.y, p0, n0);
+        fp4x8_dot(g.a[u].y, blo.z, blo.w, p0, n0);
+        fp4x8_dot(g.a[u].z, bhi.x, bhi.y, p1, n1);
+        fp4x8_dot(g.a[u].w, bhi.z, bhi.w, p1, n1);
+        const float2 sb = *reinterpret_cast<const float2*>(sfb_s + 2 * chunk);
+        acc = fmaf(float(p0 - n0), fp8[g.sf[u] & 0xFFu] * sb.x, acc);
+        acc = fmaf(float(p1 - n1), fp8[g.sf[u] >> 8] * sb.y, acc);
+      }
+      const int row = out.row;
+      if (advance(out)) {                            // row done: reduce over the warp
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, d);
+        if (lane == 0) p.c[(long long)row * p.c_si + (long long)l * p.c_sl] = __float2half_rn(acc);
+        acc = 0.f;
+      }
+    }
+  }
+};
+
+// kG: 16-byte loads per lane per group; two groups alternate, so a warp keeps
+// between kG and 2 kG loads in flight. (A ring refilled one element at a time
+// measured slower: the consumer of one load then also waited for the loads
+// issued after it.)
+template <int kG, int kMinCtas>
+__global__ void __launch_bounds__(kNvfp4Threads, kMinCtas)
 nvfp4_gemv_kernel(const Nvfp4Params p) {
   extern __shared__ __align__(128) uint8_t nvfp4_smem[];
   uint8_t* smem = nvfp4_smem;
@@ -65,17 +181,24 @@ nvfp4_gemv_kernel(const Nvfp4Params p) {
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int l = blockIdx.y;
+  // Rows [row_begin, row_end) of batch l, split evenly over the CTAs of the batch.
+  const int row_begin = int((long long)blockIdx.x * p.m / gridDim.x);
+  const int row_end = int((long long)(blockIdx.x + 1) * p.m / gridDim.x);
+  const Nvfp4Stream st{p, l, lane, chunks, row_end, p.sfa_blocked ? 16ll * 512 : 64ll};
 
+  Nvfp4Group<kG> g0, g1;
+  Nvfp4Cursor in = st.start(row_begin + warp), out = in;
+  st.load(in, g0);
+
+  // Set-up under the first loads: the e4m3 table, b and sfb of batch l.
   for (int i = tid; i < 256; i += kNvfp4Threads) fp8[i] = e4m3_decode(i);
   __syncthreads();
-  // Decode b[0, :, l]: thread per 8 elements (4 bytes).
   const uint8_t* b = p.b + (long long)l * p.b_sl;
-  for (int q = tid; q < p.k / 8; q += kNvfp4Threads) {
-    const uint32_t w = *reinterpret_cast<const uint32_t*>(b + 4 * q);
-    const uint32_t lo = ptx::prmt(kFp4Lo, kFp4Hi, w & 0xFFFFu), lo_n = ptx::prmt(kFp4Lo, kFp4Hi, (w & 0xFFFFu) ^ 0x8888u);
-    const uint32_t hi = ptx::prmt(kFp4Lo, kFp4Hi, w >> 16), hi_n = ptx::prmt(kFp4Lo, kFp4Hi, (w >> 16) ^ 0x8888u);
+  for (int q = tid; q < p.k / 8; q += kNvfp4Threads) {   // thread per 8 elements (4 bytes)
+    const uint32_t w = *reinterpret_cast<const uint32_t*>(b + 4 * q), wn = w ^ 0x88888888u;
     // signed bytes: pos - neg per byte (no borrow: one of the two is zero)
-    const uint32_t v0 = __vsub4(lo, lo_n), v1 = __vsub4(hi, hi_n);
+    const uint32_t v0 = __vsub4(ptx::prmt(kFp4Lo, kFp4Hi, w), ptx::prmt(kFp4Lo, kFp4Hi, wn));
+    const uint32_t v1 = __vsub4(ptx::prmt(kFp4Lo, kFp4Hi, w >> 16), ptx::prmt(kFp4Lo, kFp4Hi, wn >> 16));
     const int chunk = q / 4, part = q % 4;           // 4 words of 8 elements per chunk
     uint32_t* dst = reinterpret_cast<uint32_t*>(part < 2 ? b_lo + chunk : b_hi + chunk);
     dst[(part & 1) * 2 + 0] = v0;
@@ -88,53 +211,26 @@ nvfp4_gemv_kernel(const Nvfp4Params p) {
   }
   __syncthreads();
 
-  const int rows_per_cta = cdiv(p.m, gridDim.x);
-  const int row_begin = blockIdx.x * rows_per_cta;
-  const int row_end = min(p.m, row_begin + rows_per_cta);
-  constexpr int kUnroll = 4;                         // 16-byte loads in flight per lane
-  for (int i = row_begin + warp; i < row_end; i += kNvfp4Threads / 32) {
-    const uint8_t* arow = p.a + (long long)i * p.a_si + (long long)l * p.a_sl;
-    float acc = 0.f;
-    for (int c0 = 0; c0 < chunks; c0 += 32 * kUnroll) {
-      uint4 av[kUnroll];
-      uint32_t sv[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int c = c0 + u * 32 + lane;
-        if (c < chunks) {
-          av[u] = ptx::ld_global_nc_na_v4(arow + 16 * c);
-          const long long off = p.sfa_blocked ? nvfp4_sf_offset(i, 2 * c, l, p.m, p.k / 16)
-                                              : (long long)i * p.sfa_si + 2 * c + (long long)l * p.sfa_sl;
-          sv[u] = *reinterpret_cast<const uint16_t*>(p.sfa + off);
-        }
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const int c = c0 + u * 32 + lane;
-        if (c < chunks) {
-          const uint4 blo = b_lo[c], bhi = b_hi[c];
-          int s0 = fp4x4_dot(av[u].x & 0xFFFFu, blo.x, 0);
-          s0 = fp4x4_dot(av[u].x >> 16, blo.y, s0);
-          s0 = fp4x4_dot(av[u].y & 0xFFFFu, blo.z, s0);
-          s0 = fp4x4_dot(av[u].y >> 16, blo.w, s0);
-          int s1 = fp4x4_dot(av[u].z & 0xFFFFu, bhi.x, 0);
-          s1 = fp4x4_dot(av[u].z >> 16, bhi.y, s1);
-          s1 = fp4x4_dot(av[u].w & 0xFFFFu, bhi.z, s1);
-          s1 = fp4x4_dot(av[u].w >> 16, bhi.w, s1);
-          const float2 sb = *reinterpret_cast<const float2*>(sfb_s + 2 * c);
-          acc = fmaf(float(s0), fp8[sv[u] & 0xFFu] * sb.x, acc);
-          acc = fmaf(float(s1), fp8[sv[u] >> 8] * sb.y, acc);
-        }
-      }
-    }
-#pragma unroll
-    for (int d = 16; d > 0; d >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, d);
-    if (lane == 0) p.c[(long long)i * p.c_si + (long long)l * p.c_sl] = __float2half_rn(acc);
+  float acc = 0.f;
+  while (out.row < row_end) {
+    st.load(in, g1);
+    st.consume(out, g0, acc, b_lo, b_hi, sfb_s, fp8);
+    if (out.row >= row_end) break;
+    st.load(in, g0);
+    st.consume(out, g1, acc, b_lo, b_hi, sfb_s, fp8);
   }
 }
 
 __host__ __device__ constexpr size_t nvfp4_smem_bytes(int k) {
   return size_t(k) /* int8 b */ + size_t(k / 16) * 4 + 256 * 4;
+}
+
+// CTAs per batch: together one wave over the GPU (`resident` CTAs fit at once),
+// and no more than one CTA per kNvfp4Warps rows.
+inline int nvfp4_ctas_per_batch(int m, int l, int resident) {
+  int gx = cdiv(resident, l);
+  const int max_gx = cdiv(m, kNvfp4Warps);
+  return gx < 1 ? 1 : gx > max_gx ? max_gx : gx;
 }
 
 }  // namespace kbit

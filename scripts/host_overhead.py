@@ -37,3 +37,14 @@ for experts, m in ((1, 1), (512, 10)):
     print(f"experts={experts} m={m}")
     for name, fn in rows:
         print(f"  {name:48s} {per_call_us(fn):7.2f} us/call")
+
+# nvfp4_gemv: a small GPU MODE-layout input (the kernel is shorter than the host work).
+d = R.generate_input("nvfp4_gemv", m=256, k=512, l=2, seed=1, device="cuda")
+S.custom_kernel(d)
+mod, fam = S._module_for(d[0].device)
+rows = [("custom_kernel (validate + dispatch + launch)", lambda: S.custom_kernel(d)),
+        ("validate_nvfp4 (Python, CPU path) only", lambda: S.validate_nvfp4(d)),
+        ("binding call only (validate + launch)", lambda: mod.nvfp4_gemv(*d, 0))]
+print("nvfp4_gemv m=256 k=512 l=2")
+for name, fn in rows:
+    print(f"  {name:48s} {per_call_us(fn):7.2f} us/call")

@@ -64,3 +64,13 @@ def test_compile_mode_exit_code_on_planted_error(tmp_path, monkeypatch):
                           env={**__import__('os').environ, "PYTHONPATH": f"{ROOT}:{ROOT / 'eval'}"})
     assert proc.returncode != 0, proc.stdout + proc.stderr
     assert "FAILED" in proc.stdout
+
+
+@needs_nvcc
+def test_nvfp4_bench_tool_compiles(tmp_path):
+    """scripts/nvfp4_bench.cu (standalone nvfp4 tuning) builds against the
+    current ptx/ headers, so the tool cannot silently rot."""
+    proc = subprocess.run(["nvcc", "-O1", "-std=c++17", "-arch=sm_90a", f"-I{ROOT / 'ptx'}",
+                           "-o", str(tmp_path / "nvfp4_bench"), str(ROOT / "scripts" / "nvfp4_bench.cu")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr

@@ -158,6 +158,33 @@ def test_kbit_bad_offsets_are_loud(kernel, experts, m, offsets, monkeypatch):
 
 
 @requires_sm80
+def test_bad_nvfp4_input_raises_value_error_on_gpu():
+    """nvfp4 on the GPU validates in C++: the CPU test's bad inputs raise
+    ValueError with the same fragments, and so do scales the kernel cannot
+    read (plain sfa not usable and its blocked copy on the CPU)."""
+    from test_submission_cpu import bad_nvfp4_cases
+    d = R.generate_input("nvfp4_gemv", m=128, k=256, l=2, seed=1, device="cuda")
+    cases = bad_nvfp4_cases(d)
+    row_major_sfa = d[2].contiguous()          # stride 2 along k/16: the kernel cannot read it
+    cases.append((d[:2] + (row_major_sfa, d[3], d[4].cpu()) + d[5:], "not readable"))
+    for data, match in cases:
+        with pytest.raises(ValueError, match=match):
+            S.custom_kernel(data)
+        torch.cuda.synchronize()
+
+
+@requires_sm80
+def test_nvfp4_blocked_scales_path():
+    """Where plain sfa / sfb cannot be read (row-major [rows, k/16, l]: stride l
+    along k/16), the kernel reads the blocked copies: same result."""
+    d = R.generate_input("nvfp4_gemv", m=300, k=2048, l=3, seed=4, full_range=True, device="cuda")
+    want = S.custom_kernel(tuple(t.clone() for t in d)).clone()
+    got = S.custom_kernel(d[:2] + (d[2].contiguous(), d[3].contiguous()) + d[4:6] + (d[6].clone(),))
+    torch.cuda.synchronize()
+    assert torch.equal(got, want)
+
+
+@requires_sm80
 def test_bad_input_raises_value_error_on_gpu():
     """The GPU fast path validates in C++: the same bad inputs as the CPU tests
     raise ValueError (no launch, no illegal access)."""

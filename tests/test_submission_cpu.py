@@ -61,15 +61,25 @@ def test_bad_kbit_input_raises_value_error(name, mutate, match):
         S.custom_kernel(mutate(_kbit()))
 
 
+def bad_nvfp4_cases(d):
+    """(bad input, message fragment) pairs built from a good nvfp4 input `d`
+    (also run on the GPU by test_gpu_kernels, where C++ validates)."""
+    fp4 = torch.float4_e2m1fn_x2
+    return [(d[:6], "7-tuple"),
+            ((d[0].view(torch.uint8).float(),) + d[1:], "float4"),
+            (d[:6] + (d[6].float(),), "float16"),
+            (d[:2] + (d[2][:, :3],) + d[3:], "sfa"),
+            (d[:4] + (d[4].contiguous(),) + d[5:], "blocked"),
+            (d[:3] + (d[3].float(),) + d[4:], "sfb"),
+            (d[:1] + (d[1][:, :8],) + d[2:], "b must be"),
+            (d[:6] + (d[6][:1],), "c must be"),
+            ((torch.empty(d[0].shape[0], 100, d[0].shape[2], dtype=torch.uint8, device=d[0].device).view(fp4),)
+             + d[1:], "multiple of 64")]
+
+
 def test_bad_nvfp4_input_raises_value_error():
     d = R.generate_input("nvfp4_gemv", m=128, k=256, l=1, seed=1, device="cpu")
-    cases = [(d[:6], "7-tuple"),
-             ((d[0].view(torch.uint8).float(),) + d[1:], "float4"),
-             (d[:6] + (d[6].float(),), "float16"),
-             (d[:2] + (d[2][:, :3],) + d[3:], "sfa"),
-             (d[:4] + (d[4].contiguous(),) + d[5:], "blocked"),
-             ((torch.empty(128, 100, 1, dtype=torch.uint8).view(torch.float4_e2m1fn_x2),) + d[1:], "multiple of 64")]
-    for data, match in cases:
+    for data, match in bad_nvfp4_cases(d):
         with pytest.raises(ValueError, match=match):
             S.custom_kernel(data)
 

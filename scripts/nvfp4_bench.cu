@@ -1,0 +1,236 @@
+// nvfp4_bench.cu — standalone timing of the portable nvfp4_gemv kernel on the
+// GPU MODE benchmark shapes, for tuning without the 60-70 s extension build.
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90a -Iptx -o /tmp/nvfp4_bench scripts/nvfp4_bench.cu \
+//        [-DNVFP4_OLD=build/old/ptx/nvfp4_gemv.cuh] && /tmp/nvfp4_bench
+//
+// For each shape: the kernel at several group sizes and register caps, each
+// checked against a float64 host reference on a sample of rows, timed with CUDA
+// events after an L2 flush (median of 30), beside a plain 16-byte streaming read
+// of the same number of bytes (what the memory system gives a kernel that does
+// nothing else). With NVFP4_OLD, an older nvfp4_gemv.cuh (say, the previous
+// commit's) is built in its own namespace and timed with its own launch rule.
+// The extension's numbers come from eval/run.py; this tool only ranks variants.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "sm90.cuh"
+#include "nvfp4_gemv.cuh"
+#define KBIT_STR2(x) #x
+#define KBIT_STR(x) KBIT_STR2(x)
+#ifdef NVFP4_OLD
+namespace kbit {
+namespace old {
+#include KBIT_STR(NVFP4_OLD)
+}  // namespace old
+}  // namespace kbit
+#endif
+
+#define CK(x)                                                                              \
+  do {                                                                                     \
+    cudaError_t e_ = (x);                                                                  \
+    if (e_ != cudaSuccess) {                                                               \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                        \
+    }                                                                                      \
+  } while (0)
+
+__global__ void read_kernel(const uint4* p, size_t n, unsigned* sink) {
+  uint32_t x = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    const uint4 v = kbit::ptx::ld_global_nc_na_v4(p + i);
+    x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (x == 0x9e3779b9u) *sink = x;   // keeps the loads
+}
+
+struct Bench {
+  uint4* flush = nullptr;
+  size_t flush_n = (size_t(256) << 20) / 16;
+  unsigned* sink = nullptr;
+  cudaEvent_t e0, e1;
+  Bench() {
+    CK(cudaMalloc(&flush, flush_n * 16));
+    CK(cudaMemset(flush, 1, flush_n * 16));
+    CK(cudaMalloc(&sink, 4));
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+  }
+  template <class F>
+  float median_us(F launch, int reps = 30) {
+    std::vector<float> t;
+    for (int r = 0; r < reps + 3; ++r) {
+      read_kernel<<<1024, 256>>>(flush, flush_n, sink);
+      CK(cudaEventRecord(e0));
+      launch();
+      CK(cudaEventRecord(e1));
+      CK(cudaEventSynchronize(e1));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      if (r >= 3) t.push_back(ms * 1e3f);
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+  }
+};
+
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint32_t rnd() {   // xorshift64*: every output bit is usable
+  rng_state ^= rng_state >> 12;
+  rng_state ^= rng_state << 25;
+  rng_state ^= rng_state >> 27;
+  return uint32_t((rng_state * 0x2545F4914F6CDD1Dull) >> 32);
+}
+
+static double fp4_value(int code) {
+  static const double v[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6};
+  return (code & 8) ? -v[code & 7] : v[code & 7];
+}
+static double e4m3_value(int code) {
+  const int e = (code >> 3) & 15, m = code & 7;
+  const double v = e == 0 ? m / 512.0 : std::ldexp(1.0 + m / 8.0, e - 7);
+  return (code & 0x80) ? -v : v;
+}
+
+struct Shape {
+  int m, k, l;
+};
+
+int main() {
+  int dev = 0, sms = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, dev));
+  std::printf("device: %s, %d SMs\n", prop.name, sms);
+  Bench bench;
+  const Shape shapes[] = {{7168, 16384, 1}, {4096, 7168, 8}, {7168, 2048, 4}};
+  for (const Shape& s : shapes) {
+    const int m = s.m, k = s.k, l = s.l, kb = k / 2, ks = k / 16;
+    // GPU MODE layouts: a [l][m][k/2], b [l][128][k/2], sfa [l][m][k/16],
+    // sfb [l][128][k/16], c [l][m] (plain scales; codes of every fp4 value and
+    // e4m3 scales from 1/8 to 1.875).
+    std::vector<uint8_t> a(size_t(l) * m * kb), b(size_t(l) * 128 * kb), sfa(size_t(l) * m * ks),
+        sfb(size_t(l) * 128 * ks);
+    for (auto& x : a) x = uint8_t(rnd());
+    for (auto& x : b) x = uint8_t(rnd());
+    for (auto& x : sfa) x = uint8_t(0x20 + rnd() % 32);   // 2^-3 .. 1.875: no fp16 overflow
+    for (auto& x : sfb) x = uint8_t(0x20 + rnd() % 32);
+    uint8_t *da, *db, *dsa, *dsb;
+    __half* dc;
+    CK(cudaMalloc(&da, a.size()));
+    CK(cudaMalloc(&db, b.size()));
+    CK(cudaMalloc(&dsa, sfa.size()));
+    CK(cudaMalloc(&dsb, sfb.size()));
+    CK(cudaMalloc(&dc, size_t(l) * m * 2));
+    CK(cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(db, b.data(), b.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dsa, sfa.data(), sfa.size(), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dsb, sfb.data(), sfb.size(), cudaMemcpyHostToDevice));
+
+    kbit::Nvfp4Params p{};
+    p.a = da; p.b = db; p.sfa = dsa; p.sfb = dsb; p.c = dc;
+    p.a_si = kb; p.a_sl = (long long)m * kb; p.b_sl = 128ll * kb;
+    p.sfa_si = ks; p.sfa_sl = (long long)m * ks; p.sfb_sl = 128ll * ks;
+    p.c_si = 1; p.c_sl = m;
+    p.m = m; p.k = k; p.l = l;
+
+    // Host reference on 64 rows per batch (first, last and spread).
+    std::vector<int> rows;
+    for (int i = 0; i < 64; ++i) rows.push_back(int((long long)i * (m - 1) / 63));
+    std::vector<double> ref(size_t(l) * rows.size()), mag(ref.size());
+    for (int ll = 0; ll < l; ++ll)
+      for (size_t r = 0; r < rows.size(); ++r) {
+        double sum = 0, abs_sum = 0;
+        for (int j = 0; j < k; ++j) {
+          const int ca = (a[(size_t(ll) * m + rows[r]) * kb + j / 2] >> (4 * (j & 1))) & 15;
+          const int cb = (b[size_t(ll) * 128 * kb + j / 2] >> (4 * (j & 1))) & 15;
+          const double t = fp4_value(ca) * e4m3_value(sfa[(size_t(ll) * m + rows[r]) * ks + j / 16]) *
+                           fp4_value(cb) * e4m3_value(sfb[size_t(ll) * 128 * ks + j / 16]);
+          sum += t;
+          abs_sum += std::fabs(t);
+        }
+        ref[ll * rows.size() + r] = sum;
+        mag[ll * rows.size() + r] = abs_sum;
+      }
+    auto check = [&]() {
+      std::vector<__half> c(size_t(l) * m);
+      CK(cudaMemcpy(c.data(), dc, c.size() * 2, cudaMemcpyDeviceToHost));
+      double worst = 0;
+      int shown = 0;
+      for (int ll = 0; ll < l; ++ll)
+        for (size_t r = 0; r < rows.size(); ++r) {
+          const double got = __half2float(c[size_t(ll) * m + rows[r]]);
+          const double want = ref[ll * rows.size() + r];
+          // fp16 output rounding plus float32 accumulation of |terms|
+          double err = std::fabs(got - want) / (std::fabs(want) * 1e-3 + mag[ll * rows.size() + r] * 1e-5 + 1e-6);
+          if (!(err <= 1e30)) err = 1e30;   // NaN or inf
+          if (err > 1 && shown++ < 3) std::printf("    batch %d row %d: got %g, want %g\n", ll, rows[r], got, want);
+          worst = std::max(worst, err);
+        }
+      return worst;   // <= 1: within bounds
+    };
+
+    const double bytes = double(a.size()) + sfa.size() + double(kb + ks) * l + 2.0 * m * l;
+    uint4* rd;
+    const size_t rd_n = size_t(bytes) / 16;
+    CK(cudaMalloc(&rd, rd_n * 16));
+    CK(cudaMemset(rd, 0, rd_n * 16));
+    const float t_read = bench.median_us([&] { read_kernel<<<sms * 8, 256>>>(rd, rd_n, bench.sink); });
+    std::printf("\nm=%d k=%d l=%d: %.1f MB; plain 16-byte read of the same bytes %.2f us (%.0f GB/s)\n", m, k, l,
+                bytes / 1e6, t_read, bytes / t_read / 1e3);
+    std::printf("  %-22s %8s %8s %7s %7s\n", "variant", "us", "GB/s", "%read", "check");
+
+    auto run = [&](const char* name, auto kernel, int group, int want_per_sm) {
+      const size_t smem = kbit::nvfp4_smem_bytes(k);
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      int per_sm = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kbit::kNvfp4Threads, smem));
+      if (want_per_sm > per_sm) return;
+      const int use = want_per_sm ? want_per_sm : per_sm;
+      const int gx = kbit::nvfp4_ctas_per_batch(m, l, sms * use);
+      CK(cudaMemset(dc, 0xFF, size_t(l) * m * 2));
+      kernel<<<dim3(gx, l), kbit::kNvfp4Threads, smem>>>(p);
+      CK(cudaGetLastError());
+      CK(cudaDeviceSynchronize());
+      const double chk = check();
+      const float t = bench.median_us([&] { kernel<<<dim3(gx, l), kbit::kNvfp4Threads, smem>>>(p); });
+      char label[64];
+      std::snprintf(label, sizeof label, "%s g%d cta/sm %d%s", name, group, use, want_per_sm ? "" : "*");
+      std::printf("  %-22s %8.2f %8.0f %6.0f%% %7s %.2g\n", label, t, bytes / t / 1e3, 100.0 * t_read / t,
+                  chk <= 1.0 ? "ok" : "FAIL", chk);
+    };
+    // The extension's configuration first, then neighbours (group size, register cap).
+    run("v2 ext", kbit::nvfp4_gemv_kernel<kbit::kNvfp4Group, kbit::kNvfp4MinCtas>, kbit::kNvfp4Group, 0);
+    run("v2 m4", kbit::nvfp4_gemv_kernel<1, 4>, 1, 0);
+    run("v2 m4", kbit::nvfp4_gemv_kernel<3, 4>, 3, 0);
+    run("v2 m1", kbit::nvfp4_gemv_kernel<2, 1>, 2, 0);
+    run("v2 ext", kbit::nvfp4_gemv_kernel<kbit::kNvfp4Group, kbit::kNvfp4MinCtas>, kbit::kNvfp4Group, 3);
+#ifdef NVFP4_OLD
+    {  // the old kernel with its own launch rule: 2 waves, at most one CTA per 8 rows
+      const auto kernel = kbit::old::kbit::nvfp4_gemv_kernel;
+      const size_t smem = kbit::old::kbit::nvfp4_smem_bytes(k);
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      int per_sm = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, smem));
+      int gx = std::min(std::max(1, (2 * sms * per_sm + l - 1) / l), (m + 7) / 8);
+      kbit::old::kbit::Nvfp4Params q;
+      std::memcpy(&q, &p, sizeof q);
+      CK(cudaMemset(dc, 0xFF, size_t(l) * m * 2));
+      kernel<<<dim3(gx, l), 256, smem>>>(q);
+      CK(cudaDeviceSynchronize());
+      const double chk = check();
+      const float t = bench.median_us([&] { kernel<<<dim3(gx, l), 256, smem>>>(q); });
+      std::printf("  %-22s %8.2f %8.0f %6.0f%% %7s\n", "old (launch rule)", t, bytes / t / 1e3, 100.0 * t_read / t,
+                  chk <= 1.0 ? "ok" : "FAIL");
+    }
+#endif
+    CK(cudaFree(da)); CK(cudaFree(db)); CK(cudaFree(dsa)); CK(cudaFree(dsb)); CK(cudaFree(dc)); CK(cudaFree(rd));
+  }
+  std::printf("\n* = CTAs per SM from the occupancy calculator (the extension's rule)\n");
+  return 0;
+}
