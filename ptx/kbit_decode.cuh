@@ -481,15 +481,14 @@ kbit_decode_kernel(const KbitParams p) {
           const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
           if (m < pos.rows) atomicAdd(ws + n * Cfg::BLOCK_M + m, acc[nt][q]);
         }
-      __threadfence();
-      __syncwarp();
+      __syncwarp();   // the warp's workspace adds, before lane 0's release
       // Contributors: the warps owning the tile's first .. last unit.
       const int c_first = int(((long long)(tile_u0 + 1) * G - 1) / U);
       const int c_last = int(((long long)(tile_u0 + k_tiles) * G - 1) / U);
       int last = 0;
-      if (lane == 0) last = atomicAdd(p.counters + pos.tile, 1) == c_last - c_first;
+      if (lane == 0) last = ptx::atom_add_acq_rel_gpu(p.counters + pos.tile, 1) == c_last - c_first;
       if (__shfl_sync(0xffffffffu, last, 0)) {
-        __threadfence();
+        __syncwarp();   // lane 0's acquire, before the warp reads the sums
 #pragma unroll
         for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll

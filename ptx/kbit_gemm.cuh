@@ -607,18 +607,16 @@ kbit_gemm_kernel(const KbitParams p) {
         for (int mt = 0; mt < Cfg::kMTiles; ++mt)
 #pragma unroll
           for (int q = 0; q < 4; ++q) atomicAdd(ws + ws_index<Cfg>(warp, lane, nt, mt, q), acc[nt][mt][q]);
-      __threadfence();
-      __syncthreads();
+      __syncthreads();   // the CTA's workspace adds, before thread 0's release
       // Contributors: the CTAs owning the tile's first .. last unit.
       const int c_first = int(((long long)(tile_u0 + 1) * G - 1) / U);
       const int c_last = int(((long long)(tile_u0 + k_tiles) * G - 1) / U);
       if (tid == 0) {
-        const int arrived = atomicAdd(p.counters + pos.tile, 1);
+        const int arrived = ptx::atom_add_acq_rel_gpu(p.counters + pos.tile, 1);
         scratch[0] = arrived == c_last - c_first;
       }
-      __syncthreads();
+      __syncthreads();   // thread 0's acquire, before the CTA reads the sums
       if (scratch[0]) {   // last to arrive
-        __threadfence();
 #pragma unroll
         for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll

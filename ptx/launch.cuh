@@ -288,7 +288,10 @@ const char* nvfp4_gemv_run(const Nvfp4Args& a, int device, void* stream) {
   p.m = a.m; p.k = a.k; p.l = a.l;
   p.sfa_blocked = a.sfa_blocked; p.sfb_blocked = a.sfb_blocked;
   const size_t smem = kbit::nvfp4_smem_bytes(a.k);
-  const auto kernel = &kbit::nvfp4_gemv_kernel<kbit::kNvfp4Group, kbit::kNvfp4MinCtas>;
+  using kbit::kNvfp4GroupChunks, kbit::kNvfp4MinCtas;
+  const auto kernel = kbit::nvfp4_chunks_per_element(p) == 2
+                          ? &kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks / 2, 2, kNvfp4MinCtas>
+                          : &kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks, 1, kNvfp4MinCtas>;
   int per_sm = 0;
   if (const char* err = kbit::resident_ctas(reinterpret_cast<const void*>(kernel), kbit::kNvfp4Threads, smem,
                                             device, &per_sm))

@@ -69,30 +69,41 @@ __device__ __forceinline__ void fp4x8_dot(uint32_t w, uint32_t bv0, uint32_t bv1
 // integer operands).
 constexpr int kNvfp4Threads = 256;
 constexpr int kNvfp4Warps = kNvfp4Threads / 32;
-// Measured on the H100 (scripts/nvfp4_bench.cu, docs/results.md): groups of 2
-// with 4 CTAs (32 warps) per SM beat deeper groups at lower occupancy, and
-// every register cap below 64 spilled.
-constexpr int kNvfp4Group = 2;         // 16-byte loads per lane per group (see the kernel)
+// Measured on the H100 (scripts/nvfp4_bench.cu, docs/results.md): groups of two
+// chunks with 4 CTAs (32 warps) per SM beat deeper groups at lower occupancy,
+// and every register cap below 64 spilled.
+constexpr int kNvfp4GroupChunks = 2;   // 16-byte loads per lane per group (see the kernel)
 constexpr int kNvfp4MinCtas = 4;       // __launch_bounds__ minimum: 64 registers
 
-// kG consecutive elements of a lane's stream, in registers.
-template <int kG>
+// kG consecutive elements of a lane's stream, in registers. An element is kV
+// adjacent chunks (kV * 16 bytes of a) and their 2 kV sfa bytes.
+template <int kG, int kV>
 struct Nvfp4Group {
-  uint4 a[kG];
-  uint32_t sf[kG];     // the chunk's two sfa bytes
+  uint4 a[kG][kV];
+  uint32_t sf[kG];
 };
 
-// A lane's position in its stream: chunk `chunk` = slot * 32 + lane (16 bytes,
-// 32 codes) of row `row`, with the addresses of that chunk and of its two sfa
-// bytes. Moving to the next slot adds 512 bytes to `a` and a fixed step to `sf`:
-// 64 bytes in plain sfa, 16 blocks of 512 bytes in the blocked layout (32
-// chunks = 64 scales = 16 four-column blocks). Only a new row recomputes them.
+// A lane's position in its stream: chunks `chunk` .. chunk + kV - 1, where
+// chunk = (slot * 32 + lane) * kV (16 bytes, 32 codes each), of row `row`, with
+// the addresses of those chunks and of their sfa bytes. Moving to the next
+// slot adds 512 kV bytes to `a` and a fixed step to `sf`: 64 kV bytes in plain
+// sfa, 16 kV blocks of 512 bytes in the blocked layout (32 chunks = 64 scales =
+// 16 four-column blocks). Only a new row recomputes them.
 struct Nvfp4Cursor {
   int row, chunk;
   const uint8_t* a;
   const uint8_t* sf;
 };
 
+// b in shared memory: chunk c at index (c % kV) * (chunks / kV) + c / kV of
+// b_lo / b_hi, so that the lanes of a warp read consecutive 16-byte entries
+// (no bank conflicts) for every kV.
+template <int kV>
+__device__ __forceinline__ int nvfp4_b_index(int c, int chunks) {
+  return (c % kV) * (chunks / kV) + c / kV;
+}
+
+template <int kV>
 struct Nvfp4Stream {
   const Nvfp4Params& p;
   int l, lane, chunks, row_end;
@@ -101,19 +112,19 @@ struct Nvfp4Stream {
   __device__ __forceinline__ Nvfp4Cursor start(int row) const {
     Nvfp4Cursor at;
     at.row = row;
-    at.chunk = lane;
-    at.a = p.a + (long long)row * p.a_si + (long long)l * p.a_sl + 16 * lane;
-    at.sf = p.sfa + (p.sfa_blocked ? nvfp4_sf_offset(row, 2 * lane, l, p.m, p.k / 16)
-                                   : (long long)row * p.sfa_si + (long long)l * p.sfa_sl + 2 * lane);
+    at.chunk = kV * lane;
+    at.a = p.a + (long long)row * p.a_si + (long long)l * p.a_sl + 16 * kV * lane;
+    at.sf = p.sfa + (p.sfa_blocked ? nvfp4_sf_offset(row, 2 * kV * lane, l, p.m, p.k / 16)
+                                   : (long long)row * p.sfa_si + (long long)l * p.sfa_sl + 2 * kV * lane);
     return at;
   }
   // The next slot of the row, or the first of the warp's next row. Returns
   // whether the row ended.
   __device__ __forceinline__ bool advance(Nvfp4Cursor& at) const {
-    at.chunk += 32;
-    at.a += 512;
+    at.chunk += 32 * kV;
+    at.a += 512 * kV;
     at.sf += sf_step;
-    if (at.chunk - lane < chunks) return false;
+    if (at.chunk - kV * lane < chunks) return false;
     at = start(at.row + kNvfp4Warps);
     return true;
   }
@@ -121,12 +132,14 @@ struct Nvfp4Stream {
   // Issues the loads of the next kG elements (past the warp's rows or the row's
   // last chunk: nothing).
   template <int kG>
-  __device__ __forceinline__ void load(Nvfp4Cursor& in, Nvfp4Group<kG>& g) const {
+  __device__ __forceinline__ void load(Nvfp4Cursor& in, Nvfp4Group<kG, kV>& g) const {
 #pragma unroll
     for (int u = 0; u < kG; ++u) {
       if (in.row < row_end && in.chunk < chunks) {
-        g.a[u] = ptx::ld_global_nc_na_v4(in.a);
-        g.sf[u] = *reinterpret_cast<const uint16_t*>(in.sf);
+#pragma unroll
+        for (int v = 0; v < kV; ++v) g.a[u][v] = ptx::ld_global_nc_na_v4(in.a + 16 * v);
+        g.sf[u] = kV == 1 ? uint32_t(*reinterpret_cast<const uint16_t*>(in.sf))
+                          : *reinterpret_cast<const uint32_t*>(in.sf);
       }
       advance(in);
     }
@@ -135,23 +148,27 @@ struct Nvfp4Stream {
   // Adds the next kG elements to acc; at the end of a row, reduces acc over
   // the warp and writes c. Branches are warp-uniform except the chunk bound.
   template <int kG>
-  __device__ __forceinline__ void consume(Nvfp4Cursor& out, const Nvfp4Group<kG>& g, float& acc,
+  __device__ __forceinline__ void consume(Nvfp4Cursor& out, const Nvfp4Group<kG, kV>& g, float& acc,
                                           const uint4* b_lo, const uint4* b_hi, const float* sfb_s,
                                           const float* fp8) const {
 #pragma unroll
     for (int u = 0; u < kG; ++u) {
       if (out.row >= row_end) return;
-      const int chunk = out.chunk;
-      if (chunk < chunks) {
-        const uint4 blo = b_lo[chunk], bhi = b_hi[chunk];
-        int p0 = 0, n0 = 0, p1 = 0, n1 = 0;
-        fp4x8_dot(g.a[u].x, blo.x, blo.y, p0, n0);
-        fp4x8_dot(g.a[u].y, blo.z, blo.w, p0, n0);
-        fp4x8_dot(g.a[u].z, bhi.x, bhi.y, p1, n1);
-        fp4x8_dot(g.a[u].w, bhi.z, bhi.w, p1, n1);
-        const float2 sb = *reinterpret_cast<const float2*>(sfb_s + 2 * chunk);
-        acc = fmaf(float(p0 - n0), fp8[g.sf[u] & 0xFFu] * sb.x, acc);
-        acc = fmaf(float(p1 - n1), fp8[g.sf[u] >> 8] * sb.y, acc);
+      if (out.chunk < chunks) {
+#pragma unroll
+        for (int v = 0; v < kV; ++v) {
+          const int bi = v * (chunks / kV) + out.chunk / kV;
+          const uint4 blo = b_lo[bi], bhi = b_hi[bi];
+          const uint4 av = g.a[u][v];
+          int p0 = 0, n0 = 0, p1 = 0, n1 = 0;
+          fp4x8_dot(av.x, blo.x, blo.y, p0, n0);
+          fp4x8_dot(av.y, blo.z, blo.w, p0, n0);
+          fp4x8_dot(av.z, bhi.x, bhi.y, p1, n1);
+          fp4x8_dot(av.w, bhi.z, bhi.w, p1, n1);
+          const float2 sb = *reinterpret_cast<const float2*>(sfb_s + 2 * (out.chunk + v));
+          acc = fmaf(float(p0 - n0), fp8[(g.sf[u] >> (16 * v)) & 0xFFu] * sb.x, acc);
+          acc = fmaf(float(p1 - n1), fp8[(g.sf[u] >> (16 * v + 8)) & 0xFFu] * sb.y, acc);
+        }
       }
       const int row = out.row;
       if (advance(out)) {                            // row done: reduce over the warp
@@ -164,13 +181,15 @@ struct Nvfp4Stream {
   }
 };
 
-// kG: 16-byte loads per lane per group; two groups alternate, so a warp keeps
-// between kG and 2 kG loads in flight. (A ring refilled one element at a time
-// measured slower: the consumer of one load then also waited for the loads
-// issued after it.)
-template <int kG, int kMinCtas>
+// kG: elements per lane per group; two groups alternate, so a warp keeps
+// between kG and 2 kG elements in flight. (A ring refilled one element at a
+// time measured slower: the consumer of one load then also waited for the
+// loads issued after it.) kV: chunks per element (1 or 2; 2 needs k % 2048 == 0
+// to keep every lane busy, and 4-byte aligned scales).
+template <int kG, int kV, int kMinCtas>
 __global__ void __launch_bounds__(kNvfp4Threads, kMinCtas)
 nvfp4_gemv_kernel(const Nvfp4Params p) {
+  static_assert(kV == 1 || kV == 2, "one or two chunks per element");
   extern __shared__ __align__(128) uint8_t nvfp4_smem[];
   uint8_t* smem = nvfp4_smem;
   const int chunks = p.k / 32;                       // 32 elements = 16 bytes of a
@@ -184,9 +203,9 @@ nvfp4_gemv_kernel(const Nvfp4Params p) {
   // Rows [row_begin, row_end) of batch l, split evenly over the CTAs of the batch.
   const int row_begin = int((long long)blockIdx.x * p.m / gridDim.x);
   const int row_end = int((long long)(blockIdx.x + 1) * p.m / gridDim.x);
-  const Nvfp4Stream st{p, l, lane, chunks, row_end, p.sfa_blocked ? 16ll * 512 : 64ll};
+  const Nvfp4Stream<kV> st{p, l, lane, chunks, row_end, (p.sfa_blocked ? 16ll * 512 : 64ll) * kV};
 
-  Nvfp4Group<kG> g0, g1;
+  Nvfp4Group<kG, kV> g0, g1;
   Nvfp4Cursor in = st.start(row_begin + warp), out = in;
   st.load(in, g0);
 
@@ -200,7 +219,8 @@ nvfp4_gemv_kernel(const Nvfp4Params p) {
     const uint32_t v0 = __vsub4(ptx::prmt(kFp4Lo, kFp4Hi, w), ptx::prmt(kFp4Lo, kFp4Hi, wn));
     const uint32_t v1 = __vsub4(ptx::prmt(kFp4Lo, kFp4Hi, w >> 16), ptx::prmt(kFp4Lo, kFp4Hi, wn >> 16));
     const int chunk = q / 4, part = q % 4;           // 4 words of 8 elements per chunk
-    uint32_t* dst = reinterpret_cast<uint32_t*>(part < 2 ? b_lo + chunk : b_hi + chunk);
+    const int bi = nvfp4_b_index<kV>(chunk, chunks);
+    uint32_t* dst = reinterpret_cast<uint32_t*>(part < 2 ? b_lo + bi : b_hi + bi);
     dst[(part & 1) * 2 + 0] = v0;
     dst[(part & 1) * 2 + 1] = v1;
   }
@@ -223,6 +243,14 @@ nvfp4_gemv_kernel(const Nvfp4Params p) {
 
 __host__ __device__ constexpr size_t nvfp4_smem_bytes(int k) {
   return size_t(k) /* int8 b */ + size_t(k / 16) * 4 + 256 * 4;
+}
+
+// Chunks per stream element: two where every lane stays busy (k a multiple of
+// 2048: whole 64-chunk slots) and the scales allow 4-byte loads, else one.
+inline int nvfp4_chunks_per_element(const Nvfp4Params& p) {
+  const bool aligned = reinterpret_cast<uintptr_t>(p.sfa) % 4 == 0 &&
+                       (p.sfa_blocked || (p.sfa_si % 4 == 0 && p.sfa_sl % 4 == 0));
+  return (p.k / 32) % 64 == 0 && aligned ? 2 : 1;
 }
 
 // CTAs per batch: together one wave over the GPU (`resident` CTAs fit at once),

@@ -107,6 +107,18 @@ __device__ __forceinline__ float ld_global_cg_f32(const float* p) {
   return v;
 }
 
+// ---- split-tile arrival counter (PTX ISA 9.7.13.5 atom, memory model 8) -------
+// One thread of a warp (or CTA) counts the group in after a warp (CTA) barrier:
+// the barrier orders the group's workspace writes before this thread's release,
+// and its acquire orders the earlier arrivals' writes before what the group
+// reads after the next barrier (the pattern CUTLASS's GenericBarrier uses). It
+// replaces a fence.sc (__threadfence) in every thread; see docs/design.md.
+__device__ __forceinline__ int atom_add_acq_rel_gpu(int* p, int v) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
 // ---- shared loads of read-only tables (PTX ISA 9.7.9.8) ----------------------
 // By 32-bit shared-window address: lookups form the address arithmetically, and
 // an explicit .shared load lets the table's constant base fold into the load.

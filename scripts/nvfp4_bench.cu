@@ -40,8 +40,18 @@ namespace old {
   } while (0)
 
 __global__ void read_kernel(const uint4* p, size_t n, unsigned* sink) {
+  // four independent 16-byte loads per thread per step (n % 4 tail included)
   uint32_t x = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = kbit::ptx::ld_global_nc_na_v4(p + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (; i < n; i += stride) {
     const uint4 v = kbit::ptx::ld_global_nc_na_v4(p + i);
     x ^= v.x ^ v.y ^ v.z ^ v.w;
   }
@@ -180,7 +190,7 @@ int main() {
     const size_t rd_n = size_t(bytes) / 16;
     CK(cudaMalloc(&rd, rd_n * 16));
     CK(cudaMemset(rd, 0, rd_n * 16));
-    const float t_read = bench.median_us([&] { read_kernel<<<sms * 8, 256>>>(rd, rd_n, bench.sink); });
+    const float t_read = bench.median_us([&] { read_kernel<<<sms * 4, 512>>>(rd, rd_n, bench.sink); });
     std::printf("\nm=%d k=%d l=%d: %.1f MB; plain 16-byte read of the same bytes %.2f us (%.0f GB/s)\n", m, k, l,
                 bytes / 1e6, t_read, bytes / t_read / 1e3);
     std::printf("  %-22s %8s %8s %7s %7s\n", "variant", "us", "GB/s", "%read", "check");
@@ -205,11 +215,12 @@ int main() {
                   chk <= 1.0 ? "ok" : "FAIL", chk);
     };
     // The extension's configuration first, then neighbours (group size, register cap).
-    run("v2 ext", kbit::nvfp4_gemv_kernel<kbit::kNvfp4Group, kbit::kNvfp4MinCtas>, kbit::kNvfp4Group, 0);
-    run("v2 m4", kbit::nvfp4_gemv_kernel<1, 4>, 1, 0);
-    run("v2 m4", kbit::nvfp4_gemv_kernel<3, 4>, 3, 0);
-    run("v2 m1", kbit::nvfp4_gemv_kernel<2, 1>, 2, 0);
-    run("v2 ext", kbit::nvfp4_gemv_kernel<kbit::kNvfp4Group, kbit::kNvfp4MinCtas>, kbit::kNvfp4Group, 3);
+    using kbit::kNvfp4GroupChunks, kbit::kNvfp4MinCtas;
+    if (kbit::nvfp4_chunks_per_element(p) == 2)
+      run("v3 ext, 2 chunks", kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks / 2, 2, kNvfp4MinCtas>, 1, 0);
+    run("v3 1 chunk", kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks, 1, kNvfp4MinCtas>, 2, 0);
+    run("v3 1 chunk", kbit::nvfp4_gemv_kernel<1, 1, kNvfp4MinCtas>, 1, 0);
+    run("v3 1 chunk m1", kbit::nvfp4_gemv_kernel<2, 1, 1>, 2, 0);
 #ifdef NVFP4_OLD
     {  // the old kernel with its own launch rule: 2 waves, at most one CTA per 8 rows
       const auto kernel = kbit::old::kbit::nvfp4_gemv_kernel;

@@ -3,6 +3,8 @@ validation (clear ValueErrors), family selection, translation-unit assembly,
 and the Blackwell self-check / fallback logic."""
 import warnings
 
+import os
+
 import pytest
 import torch
 
@@ -169,3 +171,15 @@ def test_selfcheck_accepts_agreement_and_catches_errors(monkeypatch):
     with pytest.warns(RuntimeWarning, match="illegal instruction"):
         assert S.tc_path_ok(None, "kbit_gemm", torch.device("cpu")) is False
     S._tc_state.clear()
+
+
+def test_env_reads_follow_changes(monkeypatch):
+    """The fast path's environment reads see changes made after import, like
+    os.environ.get (monkeypatch, os.environ assignments)."""
+    monkeypatch.delenv("KBIT_KERNEL", raising=False)
+    assert S._env("KBIT_KERNEL") is None
+    monkeypatch.setenv("KBIT_KERNEL", "decode64")
+    assert S._env("KBIT_KERNEL") == "decode64" == os.environ.get("KBIT_KERNEL")
+    assert S._kbit_path(None, "sm90", None) == 4
+    monkeypatch.setenv("KBIT_KERNEL", "tiled")
+    assert S._kbit_path(None, "sm90", None) == 2
