@@ -19,8 +19,9 @@ Environment
     KBIT_VERBOSE_BUILD=1              show the compiler's output
     KBIT_DECODE_CFG=W,NT,STAGES[,P]   tuning experiments: warps per CTA, 16-row tiles
                                       per warp (then at every shape) and ring depth of
-                                      the decode kernel (default 16, 2 or 4 by shape,
-                                      4; scripts/decode_variants.py); P builds a timing
+                                      the decode kernel (0 = the default: 16; 2 or 4 by
+                                      shape; 3 for 4-tile warps, else 4; see
+                                      scripts/decode_variants.py); P builds a timing
                                       probe that computes WRONG results, leaving out
                                       (bit mask) 1 the dequant, 2 the weight copies, 4
                                       the activation loads; 8 copies in K-tile order

@@ -20,24 +20,30 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
                             (kMTiles == 1 && (kBits == 2 || kBits == 4) ? 3 : 2)>;
 
 // The decode kernel (at most 8 rows per expert slot): one CTA of 16 warps per
-// SM sharing the lookup table, a 4-deep ring per warp, and warp tiles of
+// SM sharing the lookup table, a ring of stages per warp, and warp tiles of
 // kNT x 16 weight rows: 4 on large layers (the per-stage overhead is paid once
 // for 128 weights per thread), 2 on the others (twice the units, shorter
 // per-warp chains, fewer rows per split tile) and always for k = 5 (registers).
+// Ring depth per tile size, by measurement (docs/results.md v7): 3 stages for
+// 64-row tiles (Llama-3-70B M = 1: 60.5 vs 62.0 us with 4), 4 for 32-row tiles.
+// 12 warps were faster still at 70B (59.7 us with 3 stages) but 12-15 % slower
+// on the 8B layers, and made ptxas spill the k = 3 kernel on sm_90a.
 // KBIT_DECODE_WARPS / _NT / _STAGES override these for tuning experiments
 // (scripts/decode_variants.py; _NT then applies to every shape).
 #ifndef KBIT_DECODE_WARPS
-#define KBIT_DECODE_WARPS 16
+#define KBIT_DECODE_WARPS 0
 #endif
 #ifndef KBIT_DECODE_NT
 #define KBIT_DECODE_NT 0
 #endif
 #ifndef KBIT_DECODE_STAGES
-#define KBIT_DECODE_STAGES 4
+#define KBIT_DECODE_STAGES 0
 #endif
-template <int kBits, typename T, int kNT>
-using DecodeCfg = DecodeConfig<kBits, T, KBIT_DECODE_WARPS,
-                               (kBits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : kNT), KBIT_DECODE_STAGES>;
+template <int kBits, int kNT>
+constexpr int decode_nt_of() { return kBits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : kNT; }
+template <int kBits, typename T, int kNT, int kNt = decode_nt_of<kBits, kNT>()>
+using DecodeCfg = DecodeConfig<kBits, T, (KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WARPS : 16), kNt,
+                               (KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES : kNt == 4 ? 3 : 4)>;
 
 // Shape rule, by measurement (H100, graph time, both kernels and both warp
 // tiles on every M <= 4 benchmark: docs/results.md "decode crossover"):
