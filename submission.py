@@ -438,6 +438,11 @@ def _kbit_path(module, family, device) -> int:
 _KERNEL_PATHS = {"tiled": 2, "decode": 3, "decode64": 4}
 
 
+def _nvfp4_path(module, family, device) -> int:
+    """Kernel path of the nvfp4 binding: 1 tcgen05 (sm100, verified), else 0."""
+    return 1 if family == "sm100" and tc_path_ok(module, "nvfp4_gemv", device) else 0
+
+
 _device_modules: dict = {}
 
 
@@ -449,8 +454,7 @@ def custom_kernel(data):
         # GPU fast path of nvfp4_gemv: validated in C++ (validate_nvfp4's checks).
         module, family = _cuda_module(data[0].device)
         if module is not None:
-            path = 1 if family == "sm100" and tc_path_ok(module, "nvfp4_gemv", data[0].device) else 0
-            return _run_path(module, "nvfp4_gemv", data, path)
+            return _run_path(module, "nvfp4_gemv", data, _nvfp4_path(module, family, data[0].device))
     if type(data) is R.KbitGemmInput and all(isinstance(t, torch.Tensor) for t in data) and data.a.is_cuda:
         # GPU fast path: the binding validates in C++ (same checks and messages
         # as validate_kbit) before launching.
@@ -475,5 +479,4 @@ def custom_kernel(data):
     module, family = _cuda_module(data[0].device) if data[0].is_cuda else (None, None)
     if module is None:
         return portable_nvfp4(data)
-    path = 1 if family == "sm100" and tc_path_ok(module, problem, data[0].device) else 0
-    return _run_path(module, problem, data, path)
+    return _run_path(module, problem, data, _nvfp4_path(module, family, data[0].device))

@@ -79,11 +79,13 @@ std::string cat(const Args&... args) {
     if (!(cond)) return cat(__VA_ARGS__);  \
   } while (0)
 
-std::string shape_str(const at::Tensor& t) {
+// A Python-style tuple, as the messages of submission.py print shapes and strides.
+std::string tuple_str(at::IntArrayRef v) {
   std::string r = "(";
-  for (int64_t i = 0; i < t.dim(); ++i) r += (i ? ", " : "") + std::to_string(t.size(i));
-  return r + (t.dim() == 1 ? ",)" : ")");
+  for (size_t i = 0; i < v.size(); ++i) r += (i ? ", " : "") + std::to_string(v[i]);
+  return r + (v.size() == 1 ? ",)" : ")");
 }
+std::string shape_str(const at::Tensor& t) { return tuple_str(t.sizes()); }
 
 std::string validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::Tensor& ba, const at::Tensor& cb,
                           const at::Tensor& offs, const at::Tensor& c) {
@@ -169,12 +171,6 @@ bool blocked_ok(const at::Tensor& t, int64_t rows, int64_t cols, int64_t l) {
   return true;
 }
 
-std::string strides_str(const at::Tensor& t) {
-  std::string r = "(";
-  for (int64_t i = 0; i < t.dim(); ++i) r += (i ? ", " : "") + std::to_string(t.stride(i));
-  return r + (t.dim() == 1 ? ",)" : ")");
-}
-
 // The kernel reads plain scales two at a time: same device, k-contiguous, even
 // strides and address (submission._plain_sf_usable).
 bool plain_sf_usable(const at::Tensor& sf, const at::Device& dev) {
@@ -209,10 +205,10 @@ std::string validate_nvfp4(const at::Tensor& a, const at::Tensor& b, const at::T
   KBIT_REQUIRE(c.device() == dev, "c is on ", c.device(), ", a is on ", dev);
   KBIT_REQUIRE(sfa_p.scalar_type() == f8 && blocked_ok(sfa_p, m, k / 16, l),
                "sfa_permuted must be the [32, 4, rest_mn, 4, rest_k, l] blocked view of a contiguous buffer, got ",
-               sfa_p.scalar_type(), " ", shape_str(sfa_p), " strides ", strides_str(sfa_p));
+               sfa_p.scalar_type(), " ", shape_str(sfa_p), " strides ", tuple_str(sfa_p.strides()));
   KBIT_REQUIRE(sfb_p.scalar_type() == f8 && blocked_ok(sfb_p, 128, k / 16, l),
                "sfb_permuted must be the [32, 4, rest_mn, 4, rest_k, l] blocked view of a contiguous buffer, got ",
-               sfb_p.scalar_type(), " ", shape_str(sfb_p), " strides ", strides_str(sfb_p));
+               sfb_p.scalar_type(), " ", shape_str(sfb_p), " strides ", tuple_str(sfb_p.strides()));
   KBIT_REQUIRE(reinterpret_cast<uintptr_t>(a.data_ptr()) % 16 == 0 && a.stride(0) % 16 == 0 && a.stride(2) % 16 == 0,
                "a rows must be 16-byte aligned");
   KBIT_REQUIRE(reinterpret_cast<uintptr_t>(b.data_ptr()) % 4 == 0 && b.stride(2) % 4 == 0, "b must be 4-byte aligned");

@@ -157,7 +157,7 @@ struct Nvfp4Stream {
       if (out.chunk < chunks) {
 #pragma unroll
         for (int v = 0; v < kV; ++v) {
-          const int bi = v * (chunks / kV) + out.chunk / kV;
+          const int bi = nvfp4_b_index<kV>(out.chunk + v, chunks);
           const uint4 blo = b_lo[bi], bhi = b_hi[bi];
           const uint4 av = g.a[u][v];
           int p0 = 0, n0 = 0, p1 = 0, n1 = 0;

@@ -25,7 +25,7 @@ for kernel in ("", "tiled", "decode", "decode64"):   # the choice by shape, then
         bad += not ok
         print(kernel or "auto", spec, ok, msg)
 os.environ.pop("KBIT_KERNEL")
-for m, k, l in ((128, 256, 1), (384, 7168, 2), (77, 1536, 3)):
+for m, k, l in ((128, 256, 1), (384, 7168, 2), (77, 1536, 3), (100, 2048, 2)):   # k % 2048 == 0: two-chunk elements
     d = R.generate_input("nvfp4_gemv", m=m, k=k, l=l, seed=1, device="cuda")
     ok, msg = R.check_implementation(d, S.custom_kernel(d))
     bad += not ok
