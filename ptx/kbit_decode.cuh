@@ -7,10 +7,16 @@
 // instructions per weight on that and stalls on CTA barriers; this kernel is
 // built around the instruction budget (docs/design.md, "decode path"):
 //
-// * Every WARP is independent: it owns a contiguous share of the (tile, K-tile)
-//   units (stream-K at warp granularity, a tile = 16 * kNT weight rows of one
-//   expert slot) and streams them through its own cp.async ring. There is no
-//   CTA barrier after the set-up, so no warp waits for another.
+// * Every WARP is independent: it owns a contiguous range of (tile, K-tile)
+//   units (stream-K: CTAs take contiguous shares, their warps contiguous
+//   shares of those; a tile = 16 * kNT weight rows of one expert slot) and
+//   streams them through its own cp.async ring. There is no CTA barrier after
+//   the set-up.
+// * A tile split between warps of a CTA is summed in shared memory: the later
+//   warps store their parts and arrive on an mbarrier; the tile's first warp
+//   (whose part ends its range, so it finishes last) waits, adds them and
+//   stores C. Only a tile that spans CTAs takes a global round trip (workspace
+//   atomics and an arrival counter), made by each CTA's first warp of it.
 // * One CTA of 16 warps per SM shares the lookup table, built once.
 // * Table lookups address shared memory with ONE prmt: the pair index byte is
 //   placed in byte 1 of the address and the lane's replica offset in byte 0
@@ -31,7 +37,10 @@ namespace kbit {
 // Timing probes (KBIT_DECODE_CFG=W,NT,STAGES,P; results are WRONG, for
 // measurements only). P is a bit mask of what to leave out: 1 the dequant and
 // MMAs, 2 the weight copies (the ring's contents are stale), 4 the activation
-// loads; and of changes: 8 copy units in a K-tile-major order (dense).
+// loads, 16 the codebook load and table build, 32 the split-tile completion
+// (split tiles write nothing), 64 everything (the kernel returns at once: the
+// launch of this configuration alone); 128 (with 64) launches it without its
+// dynamic shared memory.
 #ifndef KBIT_DECODE_PROBE
 #define KBIT_DECODE_PROBE 0
 #endif
@@ -65,19 +74,29 @@ struct DecodeConfig {
   static constexpr int kScaleBytes = BLOCK_N * 2 * 4;   // decoded scales of one stage
   static constexpr int kWarpBytes = kStages * kStageBytes + kScaleBytes;
 
-  // Dynamic shared memory: table | expert slot table | per-warp rings.
+  // Tiles split between warps of a CTA: each warp has one fp32 part buffer
+  // (BLOCK_N x BLOCK_M) for the tile it shares with earlier warps, and each
+  // tile's first warp an mbarrier counting the others' lanes in (DecodeSplit::bar).
+  static constexpr int kSumFloats = BLOCK_N * BLOCK_M;
+  static constexpr int kSumBytes = kWarps * kSumFloats * 4 + (kWarps + 1) * 8;
+
+  // Dynamic shared memory: table | expert slot table | part buffers, mbarriers | per-warp rings.
   __host__ __device__ static constexpr size_t slot_bytes(int experts) {
     return size_t(cdiv((experts + 1) * 4, 128) * 128);
   }
   __host__ __device__ static constexpr size_t smem_bytes(int experts) {
-    return size_t(kLutBytes) + slot_bytes(experts) + size_t(kWarps) * kWarpBytes;
+    return size_t(kLutBytes) + slot_bytes(experts) + size_t(cdiv(kSumBytes, 128) * 128) +
+           size_t(kWarps) * kWarpBytes;
   }
 
   static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
   static_assert(kWBytes % 16 == 0 && kSBytes % 16 == 0 && kWarpBytes % 16 == 0 && BLOCK_N % 32 == 0,
                 "stage sections must keep 16-byte alignment");
   static_assert(kStages >= 2, "the ring needs at least two stages");
-  static_assert(smem_bytes(4096) <= 227 * 1024, "must fit one SM (227 KB) at the largest expert count");
+  // Dense layers must fit one SM (227 KB); grouped layers with many experts may
+  // not (64-row tiles), and the host then uses the tiled kernel (kbit_decode_plan_cfg).
+  static_assert(smem_bytes(1) <= 227 * 1024, "must fit one SM (227 KB)");
+  static_assert(kNT != 2 || smem_bytes(4096) <= 227 * 1024, "32-row tiles must fit at the largest expert count");
 };
 
 // ---------------------------------------------------------------------------
@@ -242,6 +261,62 @@ __device__ __forceinline__ float e4m4_from_bits(uint32_t bits_19_26) {
 }
 
 // ---------------------------------------------------------------------------
+// The work split (the one place it is written down). A unit is one K-tile of
+// one tile; units are numbered tile-major. The U units are split evenly over
+// c CTAs, just enough that each warp gets min_units (a small layer stays on
+// few SMs, often one tile per CTA), and each CTA's share evenly over its warps.
+// Tiles split between warps of a CTA are summed in shared memory, tiles that
+// span CTAs in the global workspace.
+// ---------------------------------------------------------------------------
+template <int kWarps>
+struct DecodeSplit {
+  int k_tiles;
+  int c;          // CTAs with units
+  int u_all;      // units
+  int cb, ce;     // this CTA's units
+
+  // Of `parts` even shares [i * n / parts, (i + 1) * n / parts) of n units:
+  // where share i begins, and which share holds unit x. 32-bit where the
+  // product fits (the usual case: a 64-bit division is a ~70-instruction
+  // dependent chain, and the set-up's chains delay the first copies).
+  __device__ static int share_begin(int i, int n, int parts) {
+    const long long v = (long long)i * n;
+    return v < (1ll << 31) ? int(unsigned(v) / unsigned(parts)) : int(v / parts);
+  }
+  __device__ static int owner(int x, int n, int parts) {
+    const long long v = (long long)(x + 1) * parts - 1;
+    return v < (1ll << 31) ? int(unsigned(v) / unsigned(n)) : int(v / n);
+  }
+
+  __device__ void init(int tiles, int k_tiles_, int C, int cta, int min_units) {
+    k_tiles = k_tiles_;
+    u_all = tiles * k_tiles;
+    const int per_cta = kWarps * min_units;
+    c = max(1, min(C, (u_all + per_cta - 1) / per_cta));
+    cb = cta < c ? share_begin(cta, u_all, c) : 0;
+    ce = cta < c ? share_begin(cta + 1, u_all, c) : 0;
+  }
+  // Warp w's units: [begin(w), begin(w + 1)).
+  __device__ int begin(int w) const { return cb + int((long long)w * (ce - cb) / kWarps); }
+  // This CTA's warps holding units of `tile`: the first and the last (with
+  // fewer units than warps, empty warps lie between them).
+  __device__ void local_span(int tile, int& first, int& last) const {
+    const int t0 = tile * k_tiles;
+    first = owner(max(t0, cb) - cb, ce - cb, kWarps);
+    last = owner(min(t0 + k_tiles, ce) - 1 - cb, ce - cb, kWarps);
+  }
+  // How many CTAs hold units of `tile`.
+  __device__ int cta_owners(int tile) const {
+    const int a = tile * k_tiles;
+    return owner(a + k_tiles - 1, u_all, c) - owner(a, u_all, c) + 1;   // c <= u_all: no CTA is empty
+  }
+  // mbarrier of a split tile whose first warp in this CTA is `first`: unique
+  // per split tile, <= kWarps (a warp is the first of at most one split tile,
+  // the one holding its last unit, besides warp 0's tile entering the CTA).
+  __device__ int bar(int tile, int first) const { return tile * k_tiles < cb ? 0 : 1 + first; }
+};
+
+// ---------------------------------------------------------------------------
 // The kernel.
 // ---------------------------------------------------------------------------
 template <class Cfg>
@@ -250,11 +325,20 @@ kbit_decode_kernel(const KbitParams p) {
   using T = typename Cfg::T;
   __shared__ float cb_s[32];
   __shared__ int scratch[32];
+  // The warp's first and last tile (the only ones it can share with other
+  // warps): {tile, first warp of this CTA holding units of it | its mbarrier
+  // << 8, other CTAs holding units of it, mask of the later warps of this CTA
+  // holding units of it}. Read back only where a part ends (out of the loop's
+  // registers).
+  __shared__ int4 ends_s[Cfg::kWarps][2];
   extern __shared__ __align__(128) uint8_t decode_smem[];
   uint8_t* lut = decode_smem;
   int* slot_start = reinterpret_cast<int*>(decode_smem + Cfg::kLutBytes);
+  float* parts = reinterpret_cast<float*>(decode_smem + Cfg::kLutBytes + Cfg::slot_bytes(p.E));
+  const uint32_t bars = ptx::smem_u32(parts + Cfg::kWarps * Cfg::kSumFloats);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  uint8_t* ring = decode_smem + Cfg::kLutBytes + Cfg::slot_bytes(p.E) + size_t(warp) * Cfg::kWarpBytes;
+  uint8_t* ring = decode_smem + Cfg::kLutBytes + Cfg::slot_bytes(p.E) + cdiv(Cfg::kSumBytes, 128) * 128 +
+                  size_t(warp) * Cfg::kWarpBytes;
   float* scales = reinterpret_cast<float*>(ring + Cfg::kStages * Cfg::kStageBytes);
 
   constexpr int kLevels = 1 << Cfg::kBits;
@@ -279,23 +363,12 @@ kbit_decode_kernel(const KbitParams p) {
   const int S = dense ? cdiv(p.M, Cfg::BLOCK_M) : (offsets_ok ? slot_start[p.E] : 0);
   const int n_blocks = cdiv(p.N, Cfg::BLOCK_N);
   const int k_tiles = p.layout.k_tiles;
-  const long long U = (long long)S * n_blocks * k_tiles;
   const bool fits = (long long)S * n_blocks <= p.max_tiles;
   constexpr int kMinUnits = 2;
-  const long long total_warps = (long long)gridDim.x * Cfg::kWarps;
-  const long long G = max(1ll, min(total_warps, U / kMinUnits));
-  // Warp ids: CTA-major when every warp has units (the warps of an SM then take
-  // adjacent ranges, sharing tiles and activation rows: 4-8 % faster on the
-  // Llama-3-8B layers, results.md v5); otherwise they interleave the CTAs, so a
-  // short list of units spreads over all SMs. The 64-row tiles keep the
-  // interleaved order: there CTA-major gained <= 3 % and made ptxas spill
-  // (k = 2 and 4).
-  const bool cta_major = Cfg::kNT == 2 && G == total_warps;
-  const long long wid = cta_major ? (long long)blockIdx.x * Cfg::kWarps + warp
-                                  : (long long)warp * gridDim.x + blockIdx.x;
-  const bool active = fits && wid < G && U > 0;
-  const int u_begin = active ? int(wid * U / G) : 0;
-  const int u_end = active ? int((wid + 1) * U / G) : 0;
+  DecodeSplit<Cfg::kWarps> split;
+  split.init(fits ? S * n_blocks : 0, k_tiles, gridDim.x, blockIdx.x, kMinUnits);
+  const int u_begin = split.begin(warp), u_end = split.begin(warp + 1);
+  const bool active = u_end > u_begin;
 
   auto locate = [&](int tile) -> TilePos {
     if (!dense) return locate_tile<Cfg>(tile, S, slot_start, p.offsets, p.E);
@@ -310,7 +383,7 @@ kbit_decode_kernel(const KbitParams p) {
   };
 
   // ---- prologue copies, then the table while they fly ------------------------
-  int ld_u = u_begin;
+  int ld_left = u_end - u_begin;   // units still to copy
   TilePos pos{}, ld_pos{};
   WarpCursor<Cfg> cur{};
   if (active) {
@@ -322,17 +395,9 @@ kbit_decode_kernel(const KbitParams p) {
   const uint32_t ring_end = ring_s + Cfg::kStages * Cfg::kStageBytes;
   uint32_t ld_slot = ring_s;
   auto produce = [&]() {
-    if (ld_u < u_end) {
-      if (KBIT_DECODE_PROBE & 8) {   // probe: copy unit ld_u of a K-tile-major order (dense only)
-        TilePos q{};
-        q.n0 = (ld_u % n_blocks) * Cfg::BLOCK_N;
-        WarpCursor<Cfg> kc;
-        kc.start(p, q, ld_u / n_blocks);
-        kc.issue(ld_slot, lane);
-      } else if (!(KBIT_DECODE_PROBE & 2)) {
-        cur.issue(ld_slot, lane);
-      }
-      if (++ld_u < u_end) {
+    if (ld_left > 0) {
+      if (!(KBIT_DECODE_PROBE & 2)) cur.issue(ld_slot, lane);
+      if (--ld_left > 0) {
         if (cur.kt + 1 == k_tiles) {
           ld_pos = locate(ld_pos.tile + 1);
           cur.start(p, ld_pos, 0);
@@ -359,6 +424,26 @@ kbit_decode_kernel(const KbitParams p) {
   const char* b_ptr = a_base + size_t(pos.row0 + (b_ok ? g : 0)) * a_row_bytes + size_t(kt) * kTileK * sizeof(T);
   uint32_t b_next[2][4] = {};
   load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 1 == k_tiles);
+
+  // Where the parts of the warp's first and last tile go (after the first
+  // copies: integer divisions are long dependent chains).
+  static_assert(Cfg::kWarps <= 32, "one bit per warp");
+  const uint32_t busy = __ballot_sync(0xffffffffu, lane < Cfg::kWarps && split.begin(lane + 1) > split.begin(lane));
+  if (lane < 2) {
+    const int tile = (lane ? u_end - 1 : u_begin) / k_tiles;
+    int4 e = make_int4(-1, 0, 0, 0);
+    if (active) {
+      int first, last;
+      split.local_span(tile, first, last);
+      const uint32_t others = busy & ((2u << last) - (2u << first));
+      e = make_int4(tile, first | split.bar(tile, first) << 8, split.cta_owners(tile) - 1, int(others));
+      // The first warp of a split tile counts the later ones in with an
+      // mbarrier; only the tile of a warp's last unit can be one it is first of.
+      if (lane == 1 && first == warp && others)
+        ptx::mbarrier_init(bars + 8 * split.bar(tile, first), kWarpSize * __popc(others));
+    }
+    ends_s[warp][lane] = e;
+  }
 
   if (dense) offsets_ok = dense_off0 == 0 && dense_off1 == p.M;
   __syncthreads();   // cb_s
@@ -397,9 +482,9 @@ kbit_decode_kernel(const KbitParams p) {
     for (int q = 0; q < 4; ++q) acc[nt][q] = 0.f;
 
   uint32_t slot_s = ring_s;   // the stage consumed next
-  for (int u = u_begin; u < u_end; ++u) {
+  for (int left = u_end - u_begin; left > 0; --left) {   // units still to consume
     ptx::cp_async_wait<Cfg::kStages - 2>();
-    __syncwarp();   // stage (u - u_begin) landed for every lane; the previous one is free
+    __syncwarp();   // this unit's stage landed for every lane; the previous one is free
     produce();
     const uint8_t* stage = ring + (slot_s - ring_s);
 
@@ -408,7 +493,7 @@ kbit_decode_kernel(const KbitParams p) {
     for (int blk = 0; blk < 2; ++blk)
 #pragma unroll
       for (int j = 0; j < 4; ++j) bf[blk][j] = b_next[blk][j];
-    if (u + 1 < u_end) {
+    if (left > 1) {
       if (kt + 1 < k_tiles) {
         b_ptr += kTileK * sizeof(T);
         load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 2 == k_tiles);
@@ -455,13 +540,91 @@ kbit_decode_kernel(const KbitParams p) {
     }
 
     slot_s = slot_s + Cfg::kStageBytes == ring_end ? ring_s : slot_s + Cfg::kStageBytes;
-    if (++kt < k_tiles && u + 1 < u_end) continue;
+    if (++kt < k_tiles && left > 1) continue;
 
     // ---- tile finished (or this warp's share of it) ---------------------------
-    T* c = static_cast<T*>(p.c);
-    const int tile_u0 = pos.tile * k_tiles;
-    const bool full = tile_u0 >= u_begin && tile_u0 + k_tiles <= u_end;
-    if (full) {
+    // Accumulator (nt, q) of thread (g, t): weight row nt * 16 + g + (q >> 1) * 8
+    // of the tile, activation row 2t + (q & 1) of the slot.
+    const int4& e = ends_s[warp][ends_s[warp][0].x == pos.tile ? 0 : 1];
+    bool store = true;   // this warp holds the tile's sum: it writes C
+    // A tile between the warp's first and last is all the warp's.
+    if (e.x == pos.tile && !(KBIT_DECODE_PROBE & 32)) {
+      const int first = e.y & 255;
+      const uint32_t bar = bars + 8 * (e.y >> 8);
+      if (warp != first) {
+        // A later warp of the tile: its part goes to its own buffer (no
+        // atomics), then every lane counts in (mbarrier arrive: release of the
+        // lane's own stores at CTA scope, no wait for in-flight copies).
+        float* mine = parts + warp * Cfg::kSumFloats;
+#pragma unroll
+        for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
+            if (m < pos.rows) mine[n * Cfg::BLOCK_M + m] = acc[nt][q];
+          }
+        ptx::mbarrier_arrive(bar);
+        store = false;
+      } else {
+        // The tile's first warp in this CTA: its part ends its range, while
+        // the later warps' parts start theirs (or are all of them), so it
+        // rarely waits. It adds their parts to its own.
+        uint32_t others = uint32_t(e.w);
+        if (others) {
+          while (!ptx::mbarrier_test_wait_parity(bar, 0)) {
+          }
+          do {
+            const float* theirs = parts + (__ffs(others) - 1) * Cfg::kSumFloats;
+            others &= others - 1;
+#pragma unroll
+            for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
+                if (m < pos.rows) acc[nt][q] += theirs[n * Cfg::BLOCK_M + m];
+              }
+          } while (others);
+        }
+        if (e.z > 0) {
+          // The tile spans CTAs: add the CTA's sum into the tile's fp32
+          // workspace (rows of the slot only) and count in; the last CTA to
+          // arrive reads the total back, writes C, and zeroes the workspace and
+          // counter for the next launch (summation order varies).
+          // (The thread's base address passes through an opaque move: otherwise
+          // the compiler precomputes the 16 64-bit element addresses of this
+          // rare path before the loop and holds them in registers throughout.)
+          float* ws = ptx::opaque(p.workspace + size_t(pos.tile) * (Cfg::BLOCK_N * Cfg::BLOCK_M) +
+                                  (g * Cfg::BLOCK_M + 2 * t));
+#pragma unroll
+          for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
+              if (m < pos.rows) atomicAdd(ws + (n - g) * Cfg::BLOCK_M + (q & 1), acc[nt][q]);
+            }
+          __syncwarp();   // the warp's workspace adds, before lane 0's release
+          int is_last = 0;
+          if (lane == 0) is_last = ptx::atom_add_acq_rel_gpu(p.counters + pos.tile, 1) == e.z;
+          store = __shfl_sync(0xffffffffu, is_last, 0) != 0;
+          if (store) {
+            __syncwarp();   // lane 0's acquire, before the warp reads the sums
+#pragma unroll
+            for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
+                if (m < pos.rows) {
+                  acc[nt][q] = ptx::ld_global_cg_f32(ws + (n - g) * Cfg::BLOCK_M + (q & 1));
+                  ws[(n - g) * Cfg::BLOCK_M + (q & 1)] = 0.f;
+                }
+              }
+            if (lane == 0) p.counters[pos.tile] = 0;   // ready for the next launch
+          }
+        }
+      }
+    }
+    if (store) {
+      T* c = static_cast<T*>(p.c);
 #pragma unroll
       for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll
@@ -469,40 +632,6 @@ kbit_decode_kernel(const KbitParams p) {
           const int n = pos.n0 + nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
           if (m < pos.rows && n < p.N) c[size_t(pos.row0 + m) * p.N + n] = Elem<T>::from_float(acc[nt][q] * out_scale);
         }
-    } else {
-      // Split tile: add this part into the tile's fp32 workspace (rows of the
-      // slot only), count in; the last warp to arrive writes C and zeroes the
-      // workspace and counter for the next launch (summation order varies).
-      float* ws = p.workspace + size_t(pos.tile) * (Cfg::BLOCK_N * Cfg::BLOCK_M);
-#pragma unroll
-      for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
-          if (m < pos.rows) atomicAdd(ws + n * Cfg::BLOCK_M + m, acc[nt][q]);
-        }
-      __syncwarp();   // the warp's workspace adds, before lane 0's release
-      // Contributors: the warps owning the tile's first .. last unit.
-      const int c_first = int(((long long)(tile_u0 + 1) * G - 1) / U);
-      const int c_last = int(((long long)(tile_u0 + k_tiles) * G - 1) / U);
-      int last = 0;
-      if (lane == 0) last = ptx::atom_add_acq_rel_gpu(p.counters + pos.tile, 1) == c_last - c_first;
-      if (__shfl_sync(0xffffffffu, last, 0)) {
-        __syncwarp();   // lane 0's acquire, before the warp reads the sums
-#pragma unroll
-        for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
-            if (m < pos.rows) {
-              float* w = ws + n * Cfg::BLOCK_M + m;
-              const float v = ptx::ld_global_cg_f32(w);
-              *w = 0.f;
-              if (pos.n0 + n < p.N) c[size_t(pos.row0 + m) * p.N + pos.n0 + n] = Elem<T>::from_float(v * out_scale);
-            }
-          }
-        if (lane == 0) p.counters[pos.tile] = 0;   // ready for the next launch
-      }
     }
 #pragma unroll
     for (int nt = 0; nt < Cfg::kNT; ++nt)

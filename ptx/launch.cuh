@@ -151,7 +151,9 @@ inline KbitParams kbit_params(const kbit_api::KbitArgs& a, const kbit_api::KbitP
 template <class Cfg>
 const char* kbit_launch(void (*kernel)(KbitParams), const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan,
                         float* ws, int32_t* counters, cudaStream_t stream) {
-  kernel<<<plan.grid, Cfg::kThreads, Cfg::smem_bytes(a.E), stream>>>(kbit_params(a, plan, ws, counters));
+  // Probe 128 (with 64, decode runs only): the same launch without its dynamic shared memory.
+  const size_t smem = (KBIT_DECODE_PROBE & 128) ? 0 : Cfg::smem_bytes(a.E);
+  kernel<<<plan.grid, Cfg::kThreads, smem, stream>>>(kbit_params(a, plan, ws, counters));
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }

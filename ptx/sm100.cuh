@@ -86,10 +86,7 @@ __device__ __forceinline__ void tcgen05_ld_32x32b_x16(uint32_t (&r)[16], uint32_
 }
 __device__ __forceinline__ void tcgen05_wait_ld() { asm volatile("tcgen05.wait::ld.sync.aligned;\n" ::: "memory"); }
 
-// ---- mbarrier (9.7.13.15) ---------------------------------------------------
-__device__ __forceinline__ void mbarrier_init(uint32_t mbar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(mbar), "r"(count) : "memory");
-}
+// ---- mbarrier (9.7.13.15); mbarrier_init is the sm80 family's ------------------
 // Makes the initialization visible to the async proxy (tcgen05.commit arrives).
 __device__ __forceinline__ void fence_mbarrier_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");

@@ -119,6 +119,24 @@ __device__ __forceinline__ int atom_add_acq_rel_gpu(int* p, int v) {
   return old;
 }
 
+// ---- mbarrier (PTX ISA 9.7.13.15; sm_80 forms) ---------------------------------
+// Used as a counter of warps that added their part of a split tile into a
+// shared-memory slot: arrive has release semantics at CTA scope and compiles to
+// a bare SYNCS arrive (no MEMBAR, so it does not wait for the warp's in-flight
+// cp.async copies); the waiting warp's test_wait has acquire semantics.
+__device__ __forceinline__ void mbarrier_init(uint32_t bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbarrier_arrive(uint32_t bar) {
+  asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.shared.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+__device__ __forceinline__ bool mbarrier_test_wait_parity(uint32_t bar, uint32_t parity) {
+  uint32_t ok;
+  asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+               : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+  return ok != 0;
+}
+
 // ---- shared loads of read-only tables (PTX ISA 9.7.9.8) ----------------------
 // By 32-bit shared-window address: lookups form the address arithmetically, and
 // an explicit .shared load lets the table's constant base fold into the load.
@@ -133,6 +151,14 @@ __device__ __forceinline__ uint2 ld_shared_const_v2_u32(uint32_t addr) {
   uint2 v;
   asm("ld.shared.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
   return v;
+}
+
+// A value the compiler cannot see through (a register move it may not fold):
+// keeps address arithmetic of a rare path from being hoisted into the hot loop.
+template <typename P>
+__device__ __forceinline__ P* opaque(P* p) {
+  asm volatile("mov.b64 %0, %0;\n" : "+l"(p));
+  return p;
 }
 
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
