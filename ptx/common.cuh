@@ -16,6 +16,8 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include "fastdiv.h"
+
 namespace kbit {
 
 constexpr int kBlock = 32;   // weights per E4M4 scale = bits per plane word

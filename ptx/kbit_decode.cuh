@@ -40,7 +40,10 @@ namespace kbit {
 // loads, 16 the codebook load and table build, 32 the split-tile completion
 // (split tiles write nothing), 64 everything (the kernel returns at once: the
 // launch of this configuration alone); 128 (with 64) launches it without its
-// dynamic shared memory.
+// dynamic shared memory. 256 records a timeline instead of C (DecodeTimeline
+// below; scripts/decode_timeline.py reads it). 1024 is not a probe but a
+// switch for A/B runs (results stay right): the bulk-copy ring (DecodeRing)
+// where the family has bulk copies.
 #ifndef KBIT_DECODE_PROBE
 #define KBIT_DECODE_PROBE 0
 #endif
@@ -77,16 +80,23 @@ struct DecodeConfig {
   // Tiles split between warps of a CTA: each warp has one fp32 part buffer
   // (BLOCK_N x BLOCK_M) for the tile it shares with earlier warps, and each
   // tile's first warp an mbarrier counting the others' lanes in (DecodeSplit::bar).
+  // Each warp's ring stages have one mbarrier each where the family copies
+  // with the bulk engine (DecodeRing).
   static constexpr int kSumFloats = BLOCK_N * BLOCK_M;
-  static constexpr int kSumBytes = kWarps * kSumFloats * 4 + (kWarps + 1) * 8;
+  static constexpr int kSumBytes = kWarps * kSumFloats * 4 + (kWarps + 1) * 8 + kWarps * kStages * 8;
 
-  // Dynamic shared memory: table | expert slot table | part buffers, mbarriers | per-warp rings.
+  // Dynamic shared memory: table | part buffers, mbarriers (split tiles, then
+  // ring stages) | per-warp rings | expert slot table. The slot table, whose
+  // size depends on the expert count, goes last so every other offset is a
+  // constant (the ring addresses are then cheap to recompute, not registers).
+  static constexpr int kSumOffset = kLutBytes;
+  static constexpr int kRingOffset = kSumOffset + cdiv(kSumBytes, 128) * 128;
+  static constexpr int kSlotOffset = kRingOffset + kWarps * kWarpBytes;
   __host__ __device__ static constexpr size_t slot_bytes(int experts) {
     return size_t(cdiv((experts + 1) * 4, 128) * 128);
   }
   __host__ __device__ static constexpr size_t smem_bytes(int experts) {
-    return size_t(kLutBytes) + slot_bytes(experts) + size_t(cdiv(kSumBytes, 128) * 128) +
-           size_t(kWarps) * kWarpBytes;
+    return size_t(kSlotOffset) + slot_bytes(experts);
   }
 
   static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
@@ -116,18 +126,31 @@ __device__ __forceinline__ uint32_t pair_value(int idx, const float* cb_s, float
   return Elem<typename Cfg::T>::pack(cb_s[i0] * inv_max, cb_s[i1] * inv_max);
 }
 
+// Thread i writes the 16-byte chunks [i * kPer, (i + 1) * kPer) of the table
+// (row-major: entry, chunk), so it computes each entry's value once, not once
+// per chunk: the table is on the critical path of every call (the main loop
+// starts when it is complete).
 template <class Cfg>
 __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s, float inv_max, int tid) {
   constexpr int kChunks = Cfg::kEntryUsed / 16;   // 16-byte stores per table row
-  for (int i = tid; i < Cfg::kEntries * kChunks; i += Cfg::kThreads) {
+  constexpr int kTotal = Cfg::kEntries * kChunks;
+  constexpr int kPer = cdiv(kTotal, Cfg::kThreads);
+  int e_have = -1;
+  uint4 v{};
+#pragma unroll
+  for (int j = 0; j < kPer; ++j) {
+    const int i = tid * kPer + j;
+    if (kTotal % Cfg::kThreads != 0 && i >= kTotal) break;
     const int e = i / kChunks, c = i - e * kChunks;
-    uint4 v;
-    if constexpr (Cfg::kQuad) {   // (pair e & 15, pair e >> 4), two replicas per chunk
-      const uint32_t lo = pair_value<Cfg>(e & 15, cb_s, inv_max), hi = pair_value<Cfg>(e >> 4, cb_s, inv_max);
-      v = make_uint4(lo, hi, lo, hi);
-    } else {
-      const uint32_t x = pair_value<Cfg>(e, cb_s, inv_max);
-      v = make_uint4(x, x, x, x);
+    if (e != e_have) {
+      e_have = e;
+      if constexpr (Cfg::kQuad) {   // (pair e & 15, pair e >> 4), two replicas per chunk
+        const uint32_t lo = pair_value<Cfg>(e & 15, cb_s, inv_max), hi = pair_value<Cfg>(e >> 4, cb_s, inv_max);
+        v = make_uint4(lo, hi, lo, hi);
+      } else {
+        const uint32_t x = pair_value<Cfg>(e, cb_s, inv_max);
+        v = make_uint4(x, x, x, x);
+      }
     }
     *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = v;
   }
@@ -187,12 +210,11 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint
 }
 
 // ---------------------------------------------------------------------------
-// Stage: the per-warp producer. Lane l copies the 16-byte chunks l, l + 32, ...
-// of the stage's plane words and chunk l of its scale bytes.
+// Stage: the per-warp producer. The cursor walks the warp's units; the ring
+// (below) moves a unit's plane words and scale bytes into a stage.
 // ---------------------------------------------------------------------------
 template <class Cfg>
 struct WarpCursor {
-  static constexpr int kWChunks = cdiv(Cfg::kWBytes / 16, kWarpSize);
   const char* w_src;      // plane words of the tile's rows at K-tile kt
   const char* s_src;      // scale bytes
   int w_limit;            // bytes of the stage's plane words that exist in memory
@@ -211,32 +233,100 @@ struct WarpCursor {
     w_src += size_t(p.layout.n_pad) * 8 * Cfg::kBits;
     s_src += size_t(p.layout.n_pad) * 2;
   }
+  // Scale bytes of the rows that exist (a multiple of 16: rows come in 8s).
+  __device__ __forceinline__ int s_limit() const { return w_limit / (4 * Cfg::kBits); }
+};
 
-  // Issue the current K-tile's copies into the stage at shared address s.
-  // Rows past N_pad (last n-block only) do not exist: zero-filled.
-  __device__ __forceinline__ void issue(uint32_t s, int lane) const {
-    if (w_limit == Cfg::kWBytes) {   // warp-uniform: every row exists
+// The ring of kStages stages per warp, one family's way each, one interface:
+//   init(bars, lane)     before the first copy (bars: kStages mbarriers of this warp)
+//   issue(cur, s, lane)  the cursor's unit into the stage at shared address s
+//   commit()             after each issue slot (an issue may have copied nothing)
+//   wait()               the oldest outstanding stage has landed for every lane
+//   drain(n)             n stages were issued and never waited for: wait for them
+#if KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024)
+// Bulk-copy ring (sm90 family and later; opt-in with KBIT_DECODE_CFG=...,1024):
+// lane 0 issues one bulk copy per section (plane words, scale bytes) and the
+// stage's mbarrier counts the bytes in; two instructions per stage instead of
+// 32 lanes' cp.async. Measured on the H100 (docs/results.md v9) it was slower
+// than the cp.async ring for stages of 1-1.3 KB (k = 2, k = 5, 32-row tiles:
+// 2-3 us at Llama-3-70B size) and mixed at 2 KB, so cp.async stays the default.
+// Rows past N_pad (last n-block only) are not copied: the stage keeps older
+// bytes there, which only reach MMA rows whose outputs are not stored.
+template <class Cfg>
+struct DecodeRing {
+  uint32_t bars;     // mbarrier of stage 0; stage i at bars + 8 i
+  int slot;          // the stage wait() waits for next
+  uint32_t parity;   // its phase parity
+  int ld_slot;       // the stage issue() fills next
+
+  __device__ __forceinline__ void init(uint32_t bars_, int lane) {
+    bars = bars_;
+    slot = ld_slot = 0;
+    parity = 0;
+    if (lane == 0) {
+      for (int i = 0; i < Cfg::kStages; ++i) ptx::mbarrier_init(bars + 8 * i, 1);
+      ptx::fence_mbarrier_init();
+    }
+    __syncwarp();
+  }
+  __device__ __forceinline__ void issue(const WarpCursor<Cfg>& cur, uint32_t s, int lane) {
+    if (lane == 0) {
+      const uint32_t bar = bars + 8 * ld_slot;
+      const uint32_t sb = uint32_t(cur.s_limit());
+      ptx::mbarrier_arrive_expect_tx(bar, uint32_t(cur.w_limit) + sb);
+      ptx::cp_async_bulk_g2s(s, cur.w_src, uint32_t(cur.w_limit), bar);
+      ptx::cp_async_bulk_g2s(s + Cfg::kWBytes, cur.s_src, sb, bar);
+    }
+  }
+  __device__ __forceinline__ void commit() { ld_slot = ld_slot + 1 == Cfg::kStages ? 0 : ld_slot + 1; }
+  __device__ __forceinline__ void wait() {
+    if (!(KBIT_DECODE_PROBE & 2)) ptx::mbarrier_wait_parity(bars + 8 * slot, parity);
+    if (++slot == Cfg::kStages) slot = 0, parity ^= 1u;
+    __syncwarp();   // and every lane is done with the stage before (issue() refills it)
+  }
+  __device__ __forceinline__ void drain(int n) {
+    for (int i = 0; i < n; ++i) wait();
+  }
+};
+#else
+// sm80 family: every lane copies 16-byte chunks with cp.async (lane l: chunks
+// l, l + 32, ... of the plane words, chunk l of the scale bytes), one commit
+// group per stage. Rows past N_pad are zero-filled.
+template <class Cfg>
+struct DecodeRing {
+  static constexpr int kWChunks = cdiv(Cfg::kWBytes / 16, kWarpSize);
+
+  __device__ __forceinline__ void init(uint32_t, int) {}
+  __device__ __forceinline__ void issue(const WarpCursor<Cfg>& cur, uint32_t s, int lane) {
+    if (cur.w_limit == Cfg::kWBytes) {   // warp-uniform: every row exists
 #pragma unroll
       for (int i = 0; i < kWChunks; ++i) {
         const int off = (i * kWarpSize + lane) * 16;
-        if (Cfg::kWBytes % (16 * kWarpSize) == 0 || off < Cfg::kWBytes) ptx::cp_async_cg16(s + off, w_src + off, 16u);
+        if (Cfg::kWBytes % (16 * kWarpSize) == 0 || off < Cfg::kWBytes) ptx::cp_async_cg16(s + off, cur.w_src + off, 16u);
       }
-      if (lane < Cfg::kSBytes / 16) ptx::cp_async_cg16(s + Cfg::kWBytes + lane * 16, s_src + lane * 16, 16u);
+      if (lane < Cfg::kSBytes / 16) ptx::cp_async_cg16(s + Cfg::kWBytes + lane * 16, cur.s_src + lane * 16, 16u);
     } else {
 #pragma unroll
       for (int i = 0; i < kWChunks; ++i) {
         const int off = (i * kWarpSize + lane) * 16;
         if (Cfg::kWBytes % (16 * kWarpSize) == 0 || off < Cfg::kWBytes) {
-          const bool ok = off < w_limit;
-          ptx::cp_async_cg16(s + off, w_src + (ok ? off : 0), ok ? 16u : 0u);
+          const bool ok = off < cur.w_limit;
+          ptx::cp_async_cg16(s + off, cur.w_src + (ok ? off : 0), ok ? 16u : 0u);
         }
       }
-      const bool ok = lane * 16 * 8 * Cfg::kBits < w_limit * 2;   // lane * 16 < rows * 2
+      const bool ok = lane * 16 < cur.s_limit();
       if (lane < Cfg::kSBytes / 16)
-        ptx::cp_async_cg16(s + Cfg::kWBytes + lane * 16, s_src + (ok ? lane * 16 : 0), ok ? 16u : 0u);
+        ptx::cp_async_cg16(s + Cfg::kWBytes + lane * 16, cur.s_src + (ok ? lane * 16 : 0), ok ? 16u : 0u);
     }
   }
+  __device__ __forceinline__ void commit() { ptx::cp_async_commit(); }
+  __device__ __forceinline__ void wait() {
+    ptx::cp_async_wait<Cfg::kStages - 2>();
+    __syncwarp();   // this stage landed for every lane; the one before is free
+  }
+  __device__ __forceinline__ void drain(int) { ptx::cp_async_wait<0>(); }
 };
+#endif
 
 // The activation B fragments of one K-tile for thread (g, t): row g of the
 // slot, k = 32 blk + 8 j + 2t (two elements each), j = 0..3 (b0, b1 of the
@@ -268,47 +358,83 @@ __device__ __forceinline__ float e4m4_from_bits(uint32_t bits_19_26) {
 // Tiles split between warps of a CTA are summed in shared memory, tiles that
 // span CTAs in the global workspace.
 // ---------------------------------------------------------------------------
+constexpr int kDecodeMinUnits = 2;   // units per warp below which fewer CTAs take part
+
+// The decode kernel's parameters: the GEMM's, and divisors built on the host.
+struct DecodeParams : KbitParams {
+  FastDiv k_tiles_div;     // division by layout.k_tiles
+  // The work split where the host knows it (dense layers): split_units units
+  // over split_ctas CTAs. 0: the kernel computes it (grouped layers, whose tile
+  // count depends on the offsets).
+  int split_units, split_ctas;
+  FastDiv split_ctas_div, split_units_div;
+};
+
 template <int kWarps>
 struct DecodeSplit {
   int k_tiles;
   int c;          // CTAs with units
   int u_all;      // units
   int cb, ce;     // this CTA's units
+  FastDiv by_c, by_units;
 
   // Of `parts` even shares [i * n / parts, (i + 1) * n / parts) of n units:
-  // where share i begins, and which share holds unit x. 32-bit where the
-  // product fits (the usual case: a 64-bit division is a ~70-instruction
-  // dependent chain, and the set-up's chains delay the first copies).
-  __device__ static int share_begin(int i, int n, int parts) {
+  // where share i begins, and which share holds unit x. Multiply-shift
+  // divisions where the products fit 31 bits (always, short of 2^24 units).
+  __device__ static int share_begin(int i, int n, const FastDiv& parts) {
     const long long v = (long long)i * n;
-    return v < (1ll << 31) ? int(unsigned(v) / unsigned(parts)) : int(v / parts);
+    return v < (1ll << 31) ? int(parts.div(uint32_t(v))) : int(v / parts.d);
   }
-  __device__ static int owner(int x, int n, int parts) {
+  __device__ static int owner(int x, const FastDiv& n, int parts) {
     const long long v = (long long)(x + 1) * parts - 1;
-    return v < (1ll << 31) ? int(unsigned(v) / unsigned(n)) : int(v / n);
+    return v < (1ll << 31) ? int(n.div(uint32_t(v))) : int(v / n.d);
   }
 
-  __device__ void init(int tiles, int k_tiles_, int C, int cta, int min_units) {
-    k_tiles = k_tiles_;
-    u_all = tiles * k_tiles;
-    const int per_cta = kWarps * min_units;
-    c = max(1, min(C, (u_all + per_cta - 1) / per_cta));
-    cb = cta < c ? share_begin(cta, u_all, c) : 0;
-    ce = cta < c ? share_begin(cta + 1, u_all, c) : 0;
+  // The split of `tiles` tiles: the host's (dense layers: p.split_units > 0)
+  // or computed here (grouped layers, where the tile count depends on the
+  // offsets; two 64-bit divisions then build the divisors).
+  __device__ void init(const DecodeParams& p, int tiles, int C, int cta, int min_units) {
+    k_tiles = p.layout.k_tiles;
+    if (p.split_units > 0 && tiles * k_tiles == p.split_units) {
+      u_all = p.split_units;
+      c = p.split_ctas;
+      by_c = p.split_ctas_div;
+      by_units = p.split_units_div;
+    } else {
+      u_all = tiles * k_tiles;
+      c = decode_ctas(u_all, C, kWarps * min_units);
+      by_c = FastDiv::of(uint32_t(c));
+      by_units = FastDiv::of(uint32_t(max(u_all, 1)));
+    }
+    cb = cta < c ? share_begin(cta, u_all, by_c) : 0;
+    ce = cta < c ? share_begin(cta + 1, u_all, by_c) : 0;
+  }
+  // CTAs given units: just enough that each warp gets per_cta / kWarps units.
+  __host__ __device__ static int decode_ctas(int units, int C, int per_cta) {
+    const int want = (units + per_cta - 1) / per_cta;
+    return want < 1 ? 1 : want < C ? want : C;
   }
   // Warp w's units: [begin(w), begin(w + 1)).
-  __device__ int begin(int w) const { return cb + int((long long)w * (ce - cb) / kWarps); }
+  __device__ int begin(int w) const { return cb + int((unsigned long long)w * unsigned(ce - cb) / kWarps); }
+  // The warp of this CTA holding its unit x (cb <= x < ce): the last warp
+  // beginning at or before x (empty warps begin where the next one does).
+  __device__ int warp_of(int x) const {
+    int w = 0;
+#pragma unroll
+    for (int i = 1; i < kWarps; ++i) w += begin(i) <= x;
+    return w;
+  }
   // This CTA's warps holding units of `tile`: the first and the last (with
   // fewer units than warps, empty warps lie between them).
   __device__ void local_span(int tile, int& first, int& last) const {
     const int t0 = tile * k_tiles;
-    first = owner(max(t0, cb) - cb, ce - cb, kWarps);
-    last = owner(min(t0 + k_tiles, ce) - 1 - cb, ce - cb, kWarps);
+    first = warp_of(max(t0, cb));
+    last = warp_of(min(t0 + k_tiles, ce) - 1);
   }
   // How many CTAs hold units of `tile`.
   __device__ int cta_owners(int tile) const {
     const int a = tile * k_tiles;
-    return owner(a + k_tiles - 1, u_all, c) - owner(a, u_all, c) + 1;   // c <= u_all: no CTA is empty
+    return owner(a + k_tiles - 1, by_units, c) - owner(a, by_units, c) + 1;   // c <= u_all: no CTA is empty
   }
   // mbarrier of a split tile whose first warp in this CTA is `first`: unique
   // per split tile, <= kWarps (a warp is the first of at most one split tile,
@@ -316,12 +442,48 @@ struct DecodeSplit {
   __device__ int bar(int tile, int first) const { return tile * k_tiles < cb ? 0 : 1 + first; }
 };
 
+// Probe 256: the CTA's timeline, 16 64-bit words at C + 128 * blockIdx.x bytes:
+// %globaltimer (ns) at its start and end, then SM clocks from its start to:
+// thread 0's codebook value, its first weight word (probe 512 only: the
+// barrier then waits for it) and its dense offsets arriving; the codebook
+// barrier; the table barrier; the first and the last warp's end of the main
+// loop; the CTA's end; thread 0's set-up steps (a kernel parameter arrived, the
+// split computed, prologue copies issued, activation loads issued, split-tile
+// bookkeeping done). Word 15: a marker with the CTA.
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+// The SM clock once `v` has arrived (the asm reads it: the issue waits for it).
+__device__ __forceinline__ long long clock_after(uint32_t v) {
+  long long t;
+  asm volatile("{\n .reg .b32 z;\n mov.b32 z, %1;\n mov.u64 %0, %%clock64;\n}\n" : "=l"(t) : "r"(v));
+  return t;
+}
+struct DecodeTimeline {
+  static constexpr int kWords = 16;
+  unsigned long long g0;
+  long long c0, c_cbval, c_wval, c_offval, c_cb, c_lut;
+  long long c_par, c_split, c_pro, c_act, c_ends;   // thread 0's set-up steps
+  __device__ void end(void* c, size_t c_bytes, const int* loop_end) const {
+    const long long c_end = clock64();
+    if (size_t(blockIdx.x + 1) * kWords * 8 > c_bytes) return;
+    unsigned long long* w = static_cast<unsigned long long*>(c) + kWords * blockIdx.x;
+    const long long v[] = {(long long)g0, (long long)global_ns(), c_cbval - c0, c_wval - c0, c_offval - c0,
+                           c_cb - c0, c_lut - c0, loop_end[0], loop_end[1], c_end - c0,
+                           c_par - c0, c_split - c0, c_pro - c0, c_act - c0, c_ends - c0};
+    for (int i = 0; i < kWords - 1; ++i) w[i] = v[i];
+    w[kWords - 1] = 0x71AE000000000000ull | blockIdx.x;
+  }
+};
+
 // ---------------------------------------------------------------------------
 // The kernel.
 // ---------------------------------------------------------------------------
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
-kbit_decode_kernel(const KbitParams p) {
+kbit_decode_kernel(const DecodeParams p) {
   using T = typename Cfg::T;
   __shared__ float cb_s[32];
   __shared__ int scratch[32];
@@ -333,26 +495,39 @@ kbit_decode_kernel(const KbitParams p) {
   __shared__ int4 ends_s[Cfg::kWarps][2];
   extern __shared__ __align__(128) uint8_t decode_smem[];
   uint8_t* lut = decode_smem;
-  int* slot_start = reinterpret_cast<int*>(decode_smem + Cfg::kLutBytes);
-  float* parts = reinterpret_cast<float*>(decode_smem + Cfg::kLutBytes + Cfg::slot_bytes(p.E));
+  int* slot_start = reinterpret_cast<int*>(decode_smem + Cfg::kSlotOffset);
+  float* parts = reinterpret_cast<float*>(decode_smem + Cfg::kSumOffset);
   const uint32_t bars = ptx::smem_u32(parts + Cfg::kWarps * Cfg::kSumFloats);
+  const uint32_t ring_bars = bars + 8 * (Cfg::kWarps + 1) + 8 * Cfg::kStages * (threadIdx.x >> 5);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  uint8_t* ring = decode_smem + Cfg::kLutBytes + Cfg::slot_bytes(p.E) + cdiv(Cfg::kSumBytes, 128) * 128 +
-                  size_t(warp) * Cfg::kWarpBytes;
+  uint8_t* ring = decode_smem + Cfg::kRingOffset + size_t(warp) * Cfg::kWarpBytes;
   float* scales = reinterpret_cast<float*>(ring + Cfg::kStages * Cfg::kStageBytes);
+
+  constexpr bool kTimeline = KBIT_DECODE_PROBE & 256;
+  DecodeTimeline tl{};
+  __shared__ int loop_end[2];   // kTimeline: min, max SM clocks to a warp's loop end
+  if constexpr (kTimeline) {
+    tl.c0 = clock64();
+    tl.g0 = global_ns();
+    if (tid == 0) loop_end[0] = 0x7fffffff, loop_end[1] = 0;
+  }
+  if constexpr ((KBIT_DECODE_PROBE & 64) != 0) return;
 
   constexpr int kLevels = 1 << Cfg::kBits;
   // The few loads the set-up barriers wait for go out first: a load issued
   // after the prologue copies of all SMs (~13 MB) queues behind them (ncu put
   // ~17 % of the warps' samples at the first barrier when the offsets were
   // loaded there, Llama-3-8B gate/up, M = 1).
-  if (tid < kLevels) cb_s[tid] = __ldg(p.codebook + tid);
+  if (tid < kLevels && !(KBIT_DECODE_PROBE & 16)) cb_s[tid] = __ldg(p.codebook + tid);
+  uint32_t tl_cb = 0, tl_w = 0;   // kTimeline: thread 0's probe loads
+  if (kTimeline && !(KBIT_DECODE_PROBE & 16) && tid == 0) tl_cb = __ldg(reinterpret_cast<const uint32_t*>(p.codebook));
   const bool dense = p.E == 1;
   int dense_off0 = 0, dense_off1 = p.M;   // dense: checked at the second barrier
   if (dense && tid == 0) {
     dense_off0 = __ldg(p.offsets);
     dense_off1 = __ldg(p.offsets + 1);
   }
+  if (kTimeline && tid == 0) tl.c_par = clock_after(uint32_t(p.E));   // a kernel parameter has arrived
 
   // ---- where this warp's units are -------------------------------------------
   // Dense layers (E = 1) locate slots without the offsets, so the first copies
@@ -364,16 +539,17 @@ kbit_decode_kernel(const KbitParams p) {
   const int n_blocks = cdiv(p.N, Cfg::BLOCK_N);
   const int k_tiles = p.layout.k_tiles;
   const bool fits = (long long)S * n_blocks <= p.max_tiles;
-  constexpr int kMinUnits = 2;
   DecodeSplit<Cfg::kWarps> split;
-  split.init(fits ? S * n_blocks : 0, k_tiles, gridDim.x, blockIdx.x, kMinUnits);
+  split.init(p, fits ? S * n_blocks : 0, gridDim.x, blockIdx.x, kDecodeMinUnits);
+  const FastDiv& by_k_tiles = p.k_tiles_div;
   const int u_begin = split.begin(warp), u_end = split.begin(warp + 1);
   const bool active = u_end > u_begin;
+  if (kTimeline && tid == 0) tl.c_split = clock_after(uint32_t(u_end));
 
   auto locate = [&](int tile) -> TilePos {
     if (!dense) return locate_tile<Cfg>(tile, S, slot_start, p.offsets, p.E);
     TilePos pos;
-    const int nb = tile / S, slot = tile - nb * S;
+    const int nb = S == 1 ? tile : tile / S, slot = tile - nb * S;   // S = 1 at M <= 8
     pos.tile = tile;
     pos.expert = 0;
     pos.row0 = slot * Cfg::BLOCK_M;
@@ -386,9 +562,12 @@ kbit_decode_kernel(const KbitParams p) {
   int ld_left = u_end - u_begin;   // units still to copy
   TilePos pos{}, ld_pos{};
   WarpCursor<Cfg> cur{};
+  DecodeRing<Cfg> ring_cp{};
+  ring_cp.init(ring_bars, lane);
   if (active) {
-    pos = ld_pos = locate(u_begin / k_tiles);
-    cur.start(p, ld_pos, u_begin % k_tiles);
+    const int tile0 = int(by_k_tiles.div(uint32_t(u_begin)));
+    pos = ld_pos = locate(tile0);
+    cur.start(p, ld_pos, u_begin - tile0 * k_tiles);
   }
   // Ring slots by shared address, advanced with a wrap (no division).
   const uint32_t ring_s = ptx::smem_u32(ring);
@@ -396,7 +575,7 @@ kbit_decode_kernel(const KbitParams p) {
   uint32_t ld_slot = ring_s;
   auto produce = [&]() {
     if (ld_left > 0) {
-      if (!(KBIT_DECODE_PROBE & 2)) cur.issue(ld_slot, lane);
+      if (!(KBIT_DECODE_PROBE & 2)) ring_cp.issue(cur, ld_slot, lane);
       if (--ld_left > 0) {
         if (cur.kt + 1 == k_tiles) {
           ld_pos = locate(ld_pos.tile + 1);
@@ -406,31 +585,34 @@ kbit_decode_kernel(const KbitParams p) {
         }
       }
     }
-    ptx::cp_async_commit();
+    ring_cp.commit();
     ld_slot = ld_slot + Cfg::kStageBytes == ring_end ? ring_s : ld_slot + Cfg::kStageBytes;
   };
+  const int prologue = min(Cfg::kStages - 1, ld_left);   // stages the prologue copies
   if (active) {
 #pragma unroll
     for (int s = 0; s < Cfg::kStages - 1; ++s) produce();
   }
+  if (kTimeline && tid == 0) tl.c_pro = clock64();
   // The first unit's activations too (loaded to registers, see load_act).
   const int g = lane >> 2, t = lane & 3;
   const bool k_half = p.K % kTileK != 0;   // the last K-tile has only its lower block
   const char* a_base = static_cast<const char*>(p.a) + size_t(4 * t);
   const size_t a_row_bytes = size_t(p.K) * sizeof(T);
-  int kt = u_begin % k_tiles;
+  int kt = u_begin - int(by_k_tiles.div(uint32_t(u_begin))) * k_tiles;
   // Activations one unit ahead: b_next holds unit u's fragments at the top of iteration u.
   bool b_ok = active && g < pos.rows;
   const char* b_ptr = a_base + size_t(pos.row0 + (b_ok ? g : 0)) * a_row_bytes + size_t(kt) * kTileK * sizeof(T);
   uint32_t b_next[2][4] = {};
   load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 1 == k_tiles);
+  if (kTimeline && tid == 0) tl.c_act = clock64();
 
   // Where the parts of the warp's first and last tile go (after the first
   // copies: integer divisions are long dependent chains).
   static_assert(Cfg::kWarps <= 32, "one bit per warp");
   const uint32_t busy = __ballot_sync(0xffffffffu, lane < Cfg::kWarps && split.begin(lane + 1) > split.begin(lane));
   if (lane < 2) {
-    const int tile = (lane ? u_end - 1 : u_begin) / k_tiles;
+    const int tile = int(by_k_tiles.div(uint32_t(lane ? u_end - 1 : u_begin)));
     int4 e = make_int4(-1, 0, 0, 0);
     if (active) {
       int first, last;
@@ -445,24 +627,37 @@ kbit_decode_kernel(const KbitParams p) {
     ends_s[warp][lane] = e;
   }
 
+  if (kTimeline && tid == 0) {
+    tl.c_ends = clock64();
+    tl.c_cbval = clock_after(tl_cb);
+    tl.c_offval = clock_after(uint32_t(dense_off0 + dense_off1));
+    // 512: also wait for a weight word of the first copy (delays the barrier).
+    if ((KBIT_DECODE_PROBE & 512) && active) tl_w = __ldg(reinterpret_cast<const uint32_t*>(cur.w_src));
+    tl.c_wval = (KBIT_DECODE_PROBE & 512) ? clock_after(tl_w) : tl.c0;
+  }
   if (dense) offsets_ok = dense_off0 == 0 && dense_off1 == p.M;
   __syncthreads();   // cb_s
+  if constexpr (kTimeline) tl.c_cb = clock64();
   float cb_max = 0.f;
+  if constexpr (!(KBIT_DECODE_PROBE & 16)) {
 #pragma unroll
-  for (int i = 0; i < kLevels; ++i) cb_max = fmaxf(cb_max, fabsf(cb_s[i]));
+    for (int i = 0; i < kLevels; ++i) cb_max = fmaxf(cb_max, fabsf(cb_s[i]));
+  }
   if (!(cb_max > 0.f)) cb_max = 1.f;   // all-zero codebook
-  build_decode_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
-  if (!__syncthreads_and(offsets_ok && fits)) {
+  if constexpr (!(KBIT_DECODE_PROBE & 16)) build_decode_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
+  const bool ok_all = __syncthreads_and(offsets_ok && fits);
+  if constexpr (kTimeline) tl.c_lut = clock64();
+  if (!ok_all) {
     // Offsets that are not a partition of the rows (or more tiles than the host
     // sized the counters for): make it loud and touch nothing else.
-    ptx::cp_async_wait<0>();
+    if (active) ring_cp.drain(prologue);
     T* c = static_cast<T*>(p.c);
     const size_t total = size_t(p.M) * p.N;
     for (size_t i = size_t(blockIdx.x) * Cfg::kThreads + tid; i < total; i += size_t(gridDim.x) * Cfg::kThreads)
       c[i] = Elem<T>::from_float(__int_as_float(0x7fc00000));
     return;
   }
-  if (!active) return;   // no CTA barrier follows
+  if (!active && !kTimeline) return;   // no CTA barrier follows (but the timeline's)
 
   // ---- per-lane constants ----------------------------------------------------
   uint32_t rot[5];   // plane b's pair bits 2t + 8i -> 8i + 2b (plane 4: -> 8i of its own word)
@@ -483,8 +678,7 @@ kbit_decode_kernel(const KbitParams p) {
 
   uint32_t slot_s = ring_s;   // the stage consumed next
   for (int left = u_end - u_begin; left > 0; --left) {   // units still to consume
-    ptx::cp_async_wait<Cfg::kStages - 2>();
-    __syncwarp();   // this unit's stage landed for every lane; the previous one is free
+    ring_cp.wait();   // this unit's stage landed for every lane; the previous one is free
     produce();
     const uint8_t* stage = ring + (slot_s - ring_s);
 
@@ -623,7 +817,7 @@ kbit_decode_kernel(const KbitParams p) {
         }
       }
     }
-    if (store) {
+    if (store && !kTimeline) {
       T* c = static_cast<T*>(p.c);
 #pragma unroll
       for (int nt = 0; nt < Cfg::kNT; ++nt)
@@ -640,7 +834,16 @@ kbit_decode_kernel(const KbitParams p) {
     kt = 0;
     pos = next;
   }
-  ptx::cp_async_wait<0>();
+  ring_cp.drain(0);   // (every stage issued was waited for; cp.async: empty groups)
+  if constexpr (kTimeline) {
+    if (lane == 0 && active) {
+      const int c = int(clock64() - tl.c0);
+      atomicMin(&loop_end[0], c);
+      atomicMax(&loop_end[1], c);
+    }
+    __syncthreads();
+    if (tid == 0) tl.end(p.c, size_t(p.M) * p.N * sizeof(T), loop_end);
+  }
 }
 
 }  // namespace kbit

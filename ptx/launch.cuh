@@ -147,13 +147,33 @@ inline KbitParams kbit_params(const kbit_api::KbitArgs& a, const kbit_api::KbitP
   return p;
 }
 
-// One launch of either mma.sync kernel (its Cfg, its function).
+// The decode kernel's parameters: its divisors, and the work split of a dense
+// layer as DecodeSplit::init computes it on the device (which checks that the
+// unit counts agree).
 template <class Cfg>
-const char* kbit_launch(void (*kernel)(KbitParams), const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan,
-                        float* ws, int32_t* counters, cudaStream_t stream) {
+DecodeParams decode_params(const KbitParams& base, const kbit_api::KbitArgs& a, int grid) {
+  DecodeParams p;
+  static_cast<KbitParams&>(p) = base;
+  p.k_tiles_div = FastDiv::of(uint32_t(a.k_tiles));
+  p.split_units = p.split_ctas = 0;
+  p.split_ctas_div = p.split_units_div = FastDiv::of(1);
+  if (a.E != 1) return p;
+  const long long tiles = (long long)cdiv(a.M, Cfg::BLOCK_M) * cdiv(a.N, Cfg::BLOCK_N);
+  if (tiles > p.max_tiles || tiles * a.k_tiles >= (1ll << 31)) return p;
+  p.split_units = int(tiles * a.k_tiles);
+  p.split_ctas = DecodeSplit<Cfg::kWarps>::decode_ctas(p.split_units, grid, Cfg::kWarps * kDecodeMinUnits);
+  p.split_ctas_div = FastDiv::of(uint32_t(p.split_ctas));
+  p.split_units_div = FastDiv::of(uint32_t(p.split_units));
+  return p;
+}
+
+// One launch of either mma.sync kernel (its Cfg, its function).
+template <class Cfg, class Params>
+const char* kbit_launch(void (*kernel)(Params), const Params& p, const kbit_api::KbitArgs& a,
+                        const kbit_api::KbitPlan& plan, cudaStream_t stream) {
   // Probe 128 (with 64, decode runs only): the same launch without its dynamic shared memory.
   const size_t smem = (KBIT_DECODE_PROBE & 128) ? 0 : Cfg::smem_bytes(a.E);
-  kernel<<<plan.grid, Cfg::kThreads, smem, stream>>>(kbit_params(a, plan, ws, counters));
+  kernel<<<plan.grid, Cfg::kThreads, smem, stream>>>(p);
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
@@ -248,8 +268,10 @@ struct RunFn {
   int32_t* counters;
   cudaStream_t stream;
   template <class Cfg> const char* operator()() const {
-    if constexpr (kDecode) return kbit_launch<Cfg>(&kbit_decode_kernel<Cfg>, a, plan, ws, counters, stream);
-    else return kbit_launch<Cfg>(&kbit_gemm_kernel<Cfg>, a, plan, ws, counters, stream);
+    const KbitParams p = kbit_params(a, plan, ws, counters);
+    if constexpr (kDecode)
+      return kbit_launch<Cfg>(&kbit_decode_kernel<Cfg>, decode_params<Cfg>(p, a, plan.grid), a, plan, stream);
+    else return kbit_launch<Cfg>(&kbit_gemm_kernel<Cfg>, p, a, plan, stream);
   }
 };
 

@@ -1,6 +1,6 @@
 // sm100.cuh — the sm100 PTX family (Blackwell datacenter, built for sm_100a /
-// sm_103a): the sm80 family (mma.sync runs on Blackwell too) plus the tcgen05
-// instructions, the mbarrier operations they complete on, and the async-proxy
+// sm_103a): the sm90 family (mma.sync, bulk copies and the mbarrier forms run on
+// Blackwell too) plus the tcgen05 instructions and the async-proxy
 // fence. One wrapper per instruction; syntax as verified with ptxas 13.0 in
 // shared/notes/ptx-reference.md section B2 (PTX ISA 9.7.16 "tcgen05").
 //
@@ -8,7 +8,7 @@
 // use it self-check against the portable kernel at first use (submission.py).
 #pragma once
 
-#include "sm80.cuh"
+#include "sm90.cuh"
 #include "sm100_desc.h"
 
 namespace kbit {
@@ -85,25 +85,6 @@ __device__ __forceinline__ void tcgen05_ld_32x32b_x16(uint32_t (&r)[16], uint32_
       : "r"(taddr));
 }
 __device__ __forceinline__ void tcgen05_wait_ld() { asm volatile("tcgen05.wait::ld.sync.aligned;\n" ::: "memory"); }
-
-// ---- mbarrier (9.7.13.15); mbarrier_init is the sm80 family's ------------------
-// Makes the initialization visible to the async proxy (tcgen05.commit arrives).
-__device__ __forceinline__ void fence_mbarrier_init() {
-  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ bool mbarrier_try_wait_parity(uint32_t mbar, uint32_t parity) {
-  uint32_t done;
-  asm volatile(
-      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-      : "=r"(done)
-      : "r"(mbar), "r"(parity)
-      : "memory");
-  return done != 0;
-}
-__device__ __forceinline__ void mbarrier_wait_parity(uint32_t mbar, uint32_t parity) {
-  while (!mbarrier_try_wait_parity(mbar, parity)) {
-  }
-}
 
 // ---- generic-proxy writes (st.shared, cp.async) before async-proxy reads -----
 __device__ __forceinline__ void fence_proxy_async_shared() {

@@ -6,6 +6,11 @@
 
 #include "common.cuh"
 
+// Defined to 1 by families whose stages copy with cp.async.bulk (sm90.cuh).
+#ifndef KBIT_HAS_BULK_COPY
+#define KBIT_HAS_BULK_COPY 0
+#endif
+
 namespace kbit {
 namespace ptx {
 

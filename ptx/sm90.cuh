@@ -1,10 +1,53 @@
-// sm90.cuh — the sm90 PTX family (Hopper, built for sm_90a).
+// sm90.cuh — the sm90 PTX family (Hopper, built for sm_90a): the sm80 family
+// plus the bulk-copy engine (TMA without a tensor map: cp.async.bulk) and the
+// mbarrier forms that track its bytes. Blackwell (sm100.cuh) builds on this.
 //
-// Today this family runs the sm80 stages: the kbit and nvfp4 kernels are bound
-// by memory and by dequantization work at the shapes we measure, and wgmma /
-// TMA / setmaxnreg have not yet been shown to pay there (docs/design.md lists
-// the plan). Building for sm_90a keeps those instructions available to the
-// stages as they are added.
+// The kbit and nvfp4 kernels run the sm80 stages on Hopper today; these
+// wrappers serve stages that move contiguous byte ranges (docs/design.md).
 #pragma once
 
+// Stages that move contiguous byte ranges use the bulk-copy engine.
+#define KBIT_HAS_BULK_COPY 1
+
 #include "sm80.cuh"
+
+namespace kbit {
+namespace ptx {
+
+// ---- bulk copy (PTX ISA 9.7.9.25.4.1 cp.async.bulk) -----------------------------
+// Global -> this CTA's shared memory, `bytes` (a multiple of 16; both addresses
+// 16-byte aligned) in one instruction from one thread; completion adds `bytes`
+// to the transaction count of the mbarrier `mbar` (complete_tx).
+__device__ __forceinline__ void cp_async_bulk_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t mbar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+               ::"r"(dst), "l"(src), "r"(bytes), "r"(mbar) : "memory");
+}
+
+// ---- mbarrier (PTX ISA 9.7.13.15) ------------------------------------------------
+// One arrival that also expects `bytes` more transaction bytes in this phase.
+__device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n"
+               ::"r"(bar), "r"(bytes) : "memory");
+}
+// Makes mbarrier.init visible to the async proxy (bulk copies, tcgen05.commit).
+__device__ __forceinline__ void fence_mbarrier_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+// try_wait may suspend the thread for a system-dependent time before it
+// returns false; the loop makes it a wait.
+__device__ __forceinline__ bool mbarrier_try_wait_parity(uint32_t mbar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+      : "=r"(done)
+      : "r"(mbar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ void mbarrier_wait_parity(uint32_t mbar, uint32_t parity) {
+  while (!mbarrier_try_wait_parity(mbar, parity)) {
+  }
+}
+
+}  // namespace ptx
+}  // namespace kbit

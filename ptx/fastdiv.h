@@ -1,0 +1,46 @@
+// fastdiv.h — division by a divisor fixed for a launch, as one 32x32->64-bit
+// multiply and a shift; plain C++ (host and device) so the host compiler checks
+// it (tests/test_fastdiv.py).
+//
+// Why: a device-side integer division is a ~20-instruction dependent chain
+// (I2F, MUFU.RCP, F2I, corrections), ~100 SM clocks. The decode kernel's
+// set-up had a dozen of them in line before its first table lookup; with the
+// divisors built on the host its set-up is a few multiplies.
+//
+// Method (Granlund & Montgomery, PLDI 1994, the round-up variant): for d >= 1,
+// l = ceil(log2 d), s = 31 + l, m = ceil(2^s / d) < 2^32. For 0 <= n < 2^31,
+// floor(n * m / 2^s) = floor(n / d): with m d = 2^s + e, 0 <= e < d, the
+// quotient's error term n e / (d 2^s) < 2^-l <= 1 / d, which cannot carry past
+// the next multiple of 1/d.
+#pragma once
+
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define KBIT_HD __host__ __device__ __forceinline__
+#else
+#define KBIT_HD inline
+#endif
+
+namespace kbit {
+
+struct FastDiv {
+  uint32_t d;       // the divisor (>= 1)
+  uint32_t mul;     // ceil(2^shift / d)
+  uint32_t shift;   // 31 + ceil(log2 d)
+
+  // Built where d is known (the host, or a device set-up that cannot avoid it).
+  KBIT_HD static FastDiv of(uint32_t d) {
+    uint32_t l = 0;
+    while ((uint64_t(1) << l) < d) ++l;
+    FastDiv f;
+    f.d = d;
+    f.shift = 31 + l;
+    f.mul = uint32_t(((uint64_t(1) << f.shift) + d - 1) / d);
+    return f;
+  }
+  // floor(n / d) for 0 <= n < 2^31.
+  KBIT_HD uint32_t div(uint32_t n) const { return uint32_t((uint64_t(n) * mul) >> shift); }
+};
+
+}  // namespace kbit

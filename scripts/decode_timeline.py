@@ -1,0 +1,88 @@
+"""Where a decode-kernel call spends its time, phase by phase (probe 256 of
+ptx/kbit_decode.cuh: each CTA writes its timeline into C instead of results).
+
+Per case, after an L2 flush as eval/run.py does, one call; medians over 7 calls
+of (all in µs; CTA means unless named):
+  skew       last CTA start - first CTA start (%globaltimer)
+  cb/off val CTA start -> thread 0 has its codebook value / dense offsets
+  w val      CTA start -> thread 0 has a weight word of its first copy (probe 512; else 0)
+  param, split, copies, acts, ends: CTA start -> thread 0 has a kernel parameter, has
+             its units, has issued its prologue copies, its activation loads, its
+             split-tile bookkeeping
+  cb         CTA start -> the codebook barrier (codebook and offsets loaded)
+  table      CTA start -> the table barrier (lookup table built)
+  loop0/1    CTA start -> the first / last of its warps leaves the main loop
+  cta        CTA start -> CTA end (split tiles completed)
+  span       first CTA start -> last CTA end; mean/max over CTAs shown for cta
+SM clocks are converted with each CTA's own clock rate (clocks / ns of its span).
+Usage: python3 scripts/decode_timeline.py [--probe P] case [case ...]
+(P: further probe bits, e.g. 32 to leave the split-tile completion out, 512 for w val.)
+Timeline rows past the end of C are not written (few on the smallest layers)."""
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "eval"))
+import submission as S  # noqa: E402
+from run import Timer, generate, load_tasks  # noqa: E402
+
+MARK = 0x71AE
+
+
+def timeline(c: torch.Tensor):
+    raw = c.contiguous().view(-1).view(torch.uint8)
+    words = raw[: raw.numel() // 128 * 128].view(torch.int64).view(-1, 16).cpu()
+    rows = [r.tolist() for r in words if (int(r[15]) >> 48) & 0xFFFF == MARK]
+    if not rows:
+        raise RuntimeError("no timeline rows in C: was the probe build used?")
+    g0 = min(r[0] for r in rows)
+    out = []
+    for r in rows:
+        ghz = r[9] / max(r[1] - r[0], 1)          # this CTA's SM clocks per ns
+        us = lambda clk: clk / ghz / 1e3          # noqa: E731
+        out.append(dict(start=(r[0] - g0) / 1e3, end=(r[1] - g0) / 1e3, cbval=us(r[2]), wval=us(r[3]),
+                        offval=us(r[4]), cb=us(r[5]), table=us(r[6]),
+                        loop0=us(r[7]) if r[7] < 2**31 - 1 else float("nan"), loop1=us(r[8]), cta=us(r[9]),
+                        par=us(r[10]), split=us(r[11]), pro=us(r[12]), act=us(r[13]), ends=us(r[14])))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--probe", type=int, default=0, help="further probe bits")
+    ap.add_argument("cases", nargs="+")
+    args = ap.parse_args()
+    os.environ["KBIT_DECODE_CFG"] = f"16,0,0,{256 | args.probe}"
+    os.environ["KBIT_KERNEL"] = "decode"
+    specs = {s["name"]: s for s in load_tasks("kbit_gemm")["benchmarks"]}
+    timer = Timer(torch.device("cuda"))
+    cols = ["skew", "param", "split", "copies", "acts", "ends", "cb val", "off val", "w val", "cb", "table", "loop0",
+            "loop1", "cta", "cta max", "span", "CTAs"]
+    print(f"{'case':30s}" + "".join(f"{c:>8s}" for c in cols))
+    for name in args.cases:
+        data = generate(specs[name], "cuda")
+        S.custom_kernel(data)
+        torch.cuda.synchronize()
+        per = []
+        for _ in range(7):
+            timer.flush()
+            c = S.custom_kernel(data)
+            torch.cuda.synchronize()
+            t = timeline(c)
+            mean = lambda k: statistics.fmean(x[k] for x in t if x[k] == x[k])  # noqa: E731
+            per.append([max(x["start"] for x in t), mean("par"), mean("split"), mean("pro"), mean("act"), mean("ends"),
+                        mean("cbval"), mean("offval"), mean("wval"), mean("cb"),
+                        mean("table"), mean("loop0"), mean("loop1"), mean("cta"), max(x["cta"] for x in t),
+                        max(x["end"] for x in t), len(t)])
+        med = [statistics.median(col) for col in zip(*per)]
+        print(f"{name[:30]:30s}" + "".join(f"{v:8.2f}" for v in med[:-1]) + f"{int(med[-1]):8d}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
