@@ -2,11 +2,13 @@
 // plus the bulk-copy engine (TMA without a tensor map: cp.async.bulk) and the
 // mbarrier forms that track its bytes. Blackwell (sm100.cuh) builds on this.
 //
-// The kbit and nvfp4 kernels run the sm80 stages on Hopper today; these
-// wrappers serve stages that move contiguous byte ranges (docs/design.md).
+// The kbit and nvfp4 kernels run the sm80 stages on Hopper by default. The
+// decode kernel's bulk-copy ring uses these wrappers on request
+// (KBIT_DECODE_CFG probe bit 1024): it measured slower than cp.async for its
+// 1-2 KB stages (docs/results.md v9).
 #pragma once
 
-// Stages that move contiguous byte ranges use the bulk-copy engine.
+// This family (and those built on it) has the bulk-copy engine.
 #define KBIT_HAS_BULK_COPY 1
 
 #include "sm80.cuh"
