@@ -47,6 +47,8 @@ namespace kbit {
 #ifndef KBIT_DECODE_PROBE
 #define KBIT_DECODE_PROBE 0
 #endif
+// The ring copies with the bulk engine (opt-in, see DecodeRing).
+constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024);
 
 template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_>
 struct DecodeConfig {
@@ -80,10 +82,10 @@ struct DecodeConfig {
   // Tiles split between warps of a CTA: each warp has one fp32 part buffer
   // (BLOCK_N x BLOCK_M) for the tile it shares with earlier warps, and each
   // tile's first warp an mbarrier counting the others' lanes in (DecodeSplit::bar).
-  // Each warp's ring stages have one mbarrier each where the family copies
-  // with the bulk engine (DecodeRing).
+  // With the bulk-copy ring, each warp's ring stages have one mbarrier each.
   static constexpr int kSumFloats = BLOCK_N * BLOCK_M;
-  static constexpr int kSumBytes = kWarps * kSumFloats * 4 + (kWarps + 1) * 8 + kWarps * kStages * 8;
+  static constexpr int kSumBytes =
+      kWarps * kSumFloats * 4 + (kWarps + 1) * 8 + (kDecodeBulkRing ? kWarps * kStages * 8 : 0);
 
   // Dynamic shared memory: table | part buffers, mbarriers (split tiles, then
   // ring stages) | per-warp rings | expert slot table. The slot table, whose
@@ -243,7 +245,7 @@ struct WarpCursor {
 //   commit()             after each issue slot (an issue may have copied nothing)
 //   wait()               the oldest outstanding stage has landed for every lane
 //   drain(n)             n stages were issued and never waited for: wait for them
-#if KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024)
+#if KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024)   // kDecodeBulkRing
 // Bulk-copy ring (sm90 family and later; opt-in with KBIT_DECODE_CFG=...,1024):
 // lane 0 issues one bulk copy per section (plane words, scale bytes) and the
 // stage's mbarrier counts the bytes in; two instructions per stage instead of
@@ -564,10 +566,10 @@ kbit_decode_kernel(const DecodeParams p) {
   WarpCursor<Cfg> cur{};
   DecodeRing<Cfg> ring_cp{};
   ring_cp.init(ring_bars, lane);
+  const int tile0 = int(by_k_tiles.div(uint32_t(u_begin))), kt0 = u_begin - tile0 * k_tiles;
   if (active) {
-    const int tile0 = int(by_k_tiles.div(uint32_t(u_begin)));
     pos = ld_pos = locate(tile0);
-    cur.start(p, ld_pos, u_begin - tile0 * k_tiles);
+    cur.start(p, ld_pos, kt0);
   }
   // Ring slots by shared address, advanced with a wrap (no division).
   const uint32_t ring_s = ptx::smem_u32(ring);
@@ -599,7 +601,7 @@ kbit_decode_kernel(const DecodeParams p) {
   const bool k_half = p.K % kTileK != 0;   // the last K-tile has only its lower block
   const char* a_base = static_cast<const char*>(p.a) + size_t(4 * t);
   const size_t a_row_bytes = size_t(p.K) * sizeof(T);
-  int kt = u_begin - int(by_k_tiles.div(uint32_t(u_begin))) * k_tiles;
+  int kt = kt0;
   // Activations one unit ahead: b_next holds unit u's fragments at the top of iteration u.
   bool b_ok = active && g < pos.rows;
   const char* b_ptr = a_base + size_t(pos.row0 + (b_ok ? g : 0)) * a_row_bytes + size_t(kt) * kTileK * sizeof(T);

@@ -6,7 +6,7 @@
 
 #include "common.cuh"
 
-// Defined to 1 by families whose stages copy with cp.async.bulk (sm90.cuh).
+// Defined to 1 by families that have cp.async.bulk (sm90.cuh and later).
 #ifndef KBIT_HAS_BULK_COPY
 #define KBIT_HAS_BULK_COPY 0
 #endif
