@@ -21,7 +21,8 @@
 // * Table lookups address shared memory with ONE prmt: the pair index byte is
 //   placed in byte 1 of the address and the lane's replica offset in byte 0
 //   (table rows of 256 bytes, replica = lane: no bank conflicts). For k = 2 the
-//   table holds quads (two pairs, LDS.64), halving the lookups.
+//   table holds quads (two pairs: one address, two 32-bit loads), halving the
+//   address arithmetic.
 // * Scale bytes are decoded once per warp and stage (E4M4 bits shifted into an
 //   fp32 exponent/mantissa, times 2^116), not once per quad thread.
 // * The activations (at most 8 rows, L2-resident) are loaded straight into the
@@ -63,7 +64,11 @@ struct DecodeConfig {
 
   // Lookup table: one row of kEntryBytes per index value, replicated per lane.
   //   k = 3, 4: pair index (2k bits), 32 replicas of 4 bytes (128 of 256 bytes used)
-  //   k = 2:    quad index (8 bits = two pair indices), 32 replicas of 8 bytes
+  //   k = 2:    quad index (8 bits = two pair indices): 32 replicas of the first
+  //             pair's value in bytes 0..127, of the second's in 128..255 (two
+  //             conflict-free 32-bit loads that land in any registers; one
+  //             64-bit load needs an aligned register pair, and the MMA operand
+  //             wants the two halves apart: ptxas then added ~70 moves per unit)
   //   k = 5:    pair index (10 bits), 16 replicas of 4 bytes (lanes l, l + 16 share)
   static constexpr bool kQuad = kBits == 2;
   static constexpr int kEntries = kQuad ? 256 : 1 << (2 * kBits);
@@ -137,22 +142,20 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
   constexpr int kChunks = Cfg::kEntryUsed / 16;   // 16-byte stores per table row
   constexpr int kTotal = Cfg::kEntries * kChunks;
   constexpr int kPer = cdiv(kTotal, Cfg::kThreads);
-  int e_have = -1;
+  int key_have = -1;
   uint4 v{};
 #pragma unroll
   for (int j = 0; j < kPer; ++j) {
     const int i = tid * kPer + j;
     if (kTotal % Cfg::kThreads != 0 && i >= kTotal) break;
     const int e = i / kChunks, c = i - e * kChunks;
-    if (e != e_have) {
-      e_have = e;
-      if constexpr (Cfg::kQuad) {   // (pair e & 15, pair e >> 4), two replicas per chunk
-        const uint32_t lo = pair_value<Cfg>(e & 15, cb_s, inv_max), hi = pair_value<Cfg>(e >> 4, cb_s, inv_max);
-        v = make_uint4(lo, hi, lo, hi);
-      } else {
-        const uint32_t x = pair_value<Cfg>(e, cb_s, inv_max);
-        v = make_uint4(x, x, x, x);
-      }
+    // Quads: pair e & 15 in the row's first half, pair e >> 4 in its second.
+    const int key = Cfg::kQuad ? 2 * e + (c >= kChunks / 2) : e;
+    if (key != key_have) {
+      key_have = key;
+      const int pair = Cfg::kQuad ? (key & 1 ? e >> 4 : e & 15) : e;
+      const uint32_t x = pair_value<Cfg>(pair, cb_s, inv_max);
+      v = make_uint4(x, x, x, x);
     }
     *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = v;
   }
@@ -183,10 +186,12 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint
     const uint32_t qb = ptx::lop3<0xE4>(xb.lo, xb.lo >> 4, 0x0F0F0F0Fu);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const uint2 va = ptx::ld_shared_const_v2_u32(lut + ptx::prmt(qa, lane_word, lut_sel(2 * h)));
-      const uint2 vb = ptx::ld_shared_const_v2_u32(lut + ptx::prmt(qb, lane_word, lut_sel(2 * h)));
-      frag[h][0] = va.x; frag[h][2] = va.y;
-      frag[h][1] = vb.x; frag[h][3] = vb.y;
+      const uint32_t ea = lut + ptx::prmt(qa, lane_word, lut_sel(2 * h));
+      const uint32_t eb = lut + ptx::prmt(qb, lane_word, lut_sel(2 * h));
+      frag[h][0] = ptx::ld_shared_const_u32(ea);
+      frag[h][2] = ptx::ld_shared_const_u32(ea + 128);
+      frag[h][1] = ptx::ld_shared_const_u32(eb);
+      frag[h][3] = ptx::ld_shared_const_u32(eb + 128);
     }
   } else if constexpr (Cfg::kBits == 5) {
     // 10-bit index: byte i of lo (planes 0..3) and of hi (plane 4); the upper
@@ -665,8 +670,7 @@ kbit_decode_kernel(const DecodeParams p) {
   uint32_t rot[5];   // plane b's pair bits 2t + 8i -> 8i + 2b (plane 4: -> 8i of its own word)
 #pragma unroll
   for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * t - 2 * (b & 3)) & 31u;
-  const uint32_t lane_word = Cfg::kQuad ? uint32_t(lane) * 8 : Cfg::kBits == 5 ? uint32_t(lane & 15) * 4
-                                                                                 : uint32_t(lane) * 4;
+  const uint32_t lane_word = Cfg::kBits == 5 ? uint32_t(lane & 15) * 4 : uint32_t(lane) * 4;
   const float out_scale = cb_max;
   const uint32_t lut_s = ptx::smem_u32(lut);
 

@@ -152,11 +152,6 @@ __device__ __forceinline__ uint32_t ld_shared_const_u32(uint32_t addr) {
   asm("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr));
   return v;
 }
-__device__ __forceinline__ uint2 ld_shared_const_v2_u32(uint32_t addr) {
-  uint2 v;
-  asm("ld.shared.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
-  return v;
-}
 
 // A value the compiler cannot see through (a register move it may not fold):
 // keeps address arithmetic of a rare path from being hoisted into the hot loop.
