@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # One device call: build, GPU tests, sanitizers, host overhead, ncu, benchmarks.
-# Usage (repo root on the GPU machine): STEPS="build tests sanitize host ncu bench bench_tiled" \
-#   BENCH='regex' BENCH_TILED='regex' NCU='case1 case2' bash scripts/device_run.sh [extra eval/run.py args]
+# Usage (repo root on the GPU machine): STEPS="build tests sanitize host ncu bench bench_tiled ab" \
+#   BENCH='regex' BENCH_TILED='regex' NCU='case1 case2' ROUNDS=n bash scripts/device_run.sh [extra eval/run.py args]
+# ab: BENCH in this tree and in build/old (an older tree carried to the device,
+# e.g. `git archive <commit> | tar -x -C build/old`), alternating, ROUNDS times.
 # Logs go to $OUT (or ./out).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
@@ -40,4 +42,24 @@ if has bench_tiled; then
   KBIT_KERNEL=tiled python3 eval/run.py --mode benchmark ${BENCH_TILED:+--filter "$BENCH_TILED"} \
     --json "$OUT/bench_tiled.json" "$@" > "$OUT/bench_tiled.txt" 2>&1
   grep -E "^  (pass|FAIL)|benchmarks:" "$OUT/bench_tiled.txt" | cut -c1-130
+fi
+# A/B against build/old: both trees in one call, alternating (each builds in its own directory).
+if has ab; then
+  for r in $(seq "${ROUNDS:-2}"); do
+    python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/new$r.json" "$@" > "$OUT/new$r.txt" 2>&1
+    (cd build/old && KBIT_BUILD_DIR=/tmp/kbit_build_old python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} \
+      --json "$OUT/old$r.json" "$@" > "$OUT/old$r.txt" 2>&1)
+  done
+  python3 - "$OUT" "${ROUNDS:-2}" <<'PY'
+import json, sys
+out, rounds = sys.argv[1], int(sys.argv[2])
+def load(f):
+    return {x["name"]: x for x in json.load(open(f"{out}/{f}")) if x.get("kind") == "benchmark"}
+for r in range(1, rounds + 1):
+    new, old = load(f"new{r}.json"), load(f"old{r}.json")
+    print(f"round {r}: {'case':34s} {'new':>8s} {'old':>8s} {'SOL':>7s} {'cuBLAS':>8s} ok")
+    for n, a in new.items():
+        b, c = old.get(n, {}), (a.get("baselines_graph") or {}).get("cublas", 0)
+        print(f"         {n:34s} {a.get('graph_us', 0):8.2f} {b.get('graph_us', 0):8.2f} {a['sol_us']:7.2f} {c:8.2f} {a['ok']}")
+PY
 fi
