@@ -25,11 +25,14 @@ Environment
                                       probe that computes WRONG results, leaving out
                                       (bit mask) 1 the dequant, 2 the weight copies, 4
                                       the activation loads; 8 copies in K-tile order
-    KBIT_KERNEL=tiled|decode|decode64 kbit_gemm: the tiled GEMM kernel for every M, or
-                                      the decode kernel wherever it applies (<= 8 rows
+    KBIT_KERNEL=tiled|decode|decode64|wgmma
+                                      kbit_gemm: the mma.sync tiled GEMM kernel for every
+                                      M, the decode kernel wherever it applies (<= 8 rows
                                       per expert; decode64: with 64-row warp tiles at
-                                      every shape), instead of the choice by shape; to
-                                      measure the crossover and test each kernel
+                                      every shape), or the wgmma tiled kernel for every
+                                      M (sm90 family; elsewhere the choice by shape),
+                                      instead of the choice by shape; to measure the
+                                      crossover and test each kernel
 """
 
 from __future__ import annotations
@@ -56,7 +59,8 @@ FAMILIES = ("sm80", "sm90", "sm100")
 # against them, then the host launchers. api.h goes first (shared with bindings).
 TU_FILES = {
     "sm80": ["sm80.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "launch.cuh"],
-    "sm90": ["sm90.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "launch.cuh"],
+    "sm90": ["sm90_wgmma.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "kbit_wgmma.cuh", "nvfp4_gemv.cuh",
+             "launch.cuh"],
     "sm100": ["sm100.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "sm100_kernels.cuh", "launch.cuh"],
 }
 
@@ -429,13 +433,14 @@ def _kbit_path(module, family, device) -> int:
     """Kernel path of the binding: 1 tcgen05 (sm100, verified), 2 the tiled
     kernel for every M (KBIT_KERNEL=tiled), 3 the decode kernel wherever it
     applies (KBIT_KERNEL=decode), 4 the same with 64-row warp tiles at every
-    shape (KBIT_KERNEL=decode64), 0 the choice by shape."""
+    shape (KBIT_KERNEL=decode64), 5 the wgmma tiled kernel for every M
+    (KBIT_KERNEL=wgmma, sm90 family), 0 the choice by shape."""
     if family == "sm100" and tc_path_ok(module, "kbit_gemm", device):
         return 1
     return _KERNEL_PATHS.get(_env("KBIT_KERNEL"), 0)
 
 
-_KERNEL_PATHS = {"tiled": 2, "decode": 3, "decode64": 4}
+_KERNEL_PATHS = {"tiled": 2, "decode": 3, "decode64": 4, "wgmma": 5}
 
 
 def _nvfp4_path(module, family, device) -> int:

@@ -17,9 +17,10 @@ struct KbitArgs {
   void* c;                   // [M, N], same dtype as a
   int M, N, K, E, bits, n_pad, k_tiles;
   int bf16;
-  int kernel;                // 0: chosen by shape (launch.cuh), 1: the tiled GEMM kernel,
+  int kernel;                // 0: chosen by shape (launch.cuh), 1: the mma.sync tiled GEMM kernel,
                              // 2: the decode kernel wherever it applies (<= 8 rows per expert),
-                             // 3: the same with 64-row warp tiles at every shape
+                             // 3: the same with 64-row warp tiles at every shape,
+                             // 4: the wgmma tiled kernel for every M (sm90 family)
 };
 
 // What a launch needs besides the tensors: a split-K workspace and zeroed
@@ -29,7 +30,8 @@ struct KbitPlan {
   size_t counters;
   int grid, mtiles, block_n, block_m;
   int decode;                // 2 or 4: the decode kernel (kbit_decode.cuh) with that many 16-row
-                             // tiles per warp; 0: the tiled GEMM kernel
+                             // tiles per warp; 0: a tiled GEMM kernel
+  int wgmma;                 // 1: the wgmma tiled kernel (kbit_wgmma.cuh, block_m rows per tile)
 };
 
 // Both return nullptr on success, else a description of the error.

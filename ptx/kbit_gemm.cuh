@@ -25,6 +25,8 @@
 //
 // Version log
 //   v1  pair-LUT dequant, W-as-A mma.sync m16n8k16, stream-K, grouped via offsets.
+//   v2  tables, stream-K share, producer, dequant block and split-tile epilogue
+//       as stages shared with the sm90 wgmma kernel (kbit_wgmma.cuh).
 #pragma once
 
 namespace kbit {
@@ -52,6 +54,7 @@ struct KbitConfig {
   static constexpr int kSBytes = BLOCK_N * 2;
   static constexpr int kABytes = BLOCK_M * kTileK * 2;
   static constexpr int kStageBytes = kWBytes + kSBytes + kABytes;
+  static constexpr int kWOff = 0, kSOff = kWBytes, kAOff = kWBytes + kSBytes;   // sections of a stage
 
   // Pair table: 4^k entries of two codebook values; kCopies replicas interleaved
   // so lane l reads replica l % kCopies (32 = conflict free; k = 5 uses 8 to
@@ -273,11 +276,11 @@ struct LoadCursor {
       const int off = (i * Cfg::kThreads + tid) * 16;
       if (Cfg::kWBytes % (16 * Cfg::kThreads) == 0 || off < Cfg::kWBytes) {
         const bool ok = w_ok >> i & 1;
-        ptx::cp_async_cg16(s + off, ok ? w_src + off : w_src, ok ? 16u : 0u);
+        ptx::cp_async_cg16(s + Cfg::kWOff + off, ok ? w_src + off : w_src, ok ? 16u : 0u);
       }
     }
     if (tid < Cfg::kSBytes / 16)
-      ptx::cp_async_cg16(s + Cfg::kWBytes + tid * 16, s_ok ? s_src + tid * 16 : s_src, s_ok ? 16u : 0u);
+      ptx::cp_async_cg16(s + Cfg::kSOff + tid * 16, s_ok ? s_src + tid * 16 : s_src, s_ok ? 16u : 0u);
     const int valid_chunks = min(kTileK, p.K - kt * kTileK) / 8;
 #pragma unroll
     for (int i = 0; i < kAChunks; ++i) {
@@ -285,7 +288,7 @@ struct LoadCursor {
       if ((Cfg::BLOCK_M * 8) % Cfg::kThreads == 0 || idx < Cfg::BLOCK_M * 8) {
         const int r = idx >> 3;
         const bool ok = (a_ok >> i & 1) && a_ch[i] < valid_chunks;
-        ptx::cp_async_cg16(s + Cfg::kWBytes + Cfg::kSBytes + r * 128 + ((a_ch[i] ^ (r & 7)) << 4), a_src[i],
+        ptx::cp_async_cg16(s + Cfg::kAOff + r * 128 + ((a_ch[i] ^ (r & 7)) << 4), a_src[i],
                            ok ? 16u : 0u);
       }
     }
@@ -358,24 +361,69 @@ __device__ __forceinline__ uint32_t lookup_pair(const uint8_t* lut, uint32_t lan
 // Stage: multiply-accumulate one K-tile held in a ring slot.
 // acc[nt][mt] is the 16 (n) x 8 (m) tile: rows n = g, g + 8, columns m = 2t, 2t + 1.
 // ---------------------------------------------------------------------------
+// One 32-block (blk) of rows r and r + 8 of a stage: the A fragments of its
+// two k16 MMA steps, frag[h], and the block's scales of the two rows. With
+// kScaled the scales are multiplied into the fragments (T arithmetic), else
+// the caller applies them to the fp32 partial sums.
+template <class Cfg, bool kScaled>
+__device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], float (&scale)[2], const uint32_t* w_s,
+                                              uint32_t sbyte_a, uint32_t sbyte_b, int r, int blk,
+                                              const uint8_t* lut, uint32_t lane_off, const float* e4m4,
+                                              const uint32_t (&rot)[5]) {
+  constexpr int kShift = Cfg::kLutShift;
+  using T = typename Cfg::T;
+  uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
+  load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
+  load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
+  const auto xa = pair_word<Cfg::kBits, kShift>(pa, rot);
+  const auto xb = pair_word<Cfg::kBits, kShift>(pb, rot);
+  frag[0][0] = lookup_pair<Cfg, 0>(lut, lane_off, xa);
+  frag[0][1] = lookup_pair<Cfg, 0>(lut, lane_off, xb);
+  frag[0][2] = lookup_pair<Cfg, 1>(lut, lane_off, xa);
+  frag[0][3] = lookup_pair<Cfg, 1>(lut, lane_off, xb);
+  frag[1][0] = lookup_pair<Cfg, 2>(lut, lane_off, xa);
+  frag[1][1] = lookup_pair<Cfg, 2>(lut, lane_off, xb);
+  frag[1][2] = lookup_pair<Cfg, 3>(lut, lane_off, xa);
+  frag[1][3] = lookup_pair<Cfg, 3>(lut, lane_off, xb);
+  // scale bytes -> byte offsets into the float table (x4), block blk's byte
+  scale[0] = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(e4m4) +
+                                             ((blk ? sbyte_a >> 6 : sbyte_a << 2) & 0x3FCu));
+  scale[1] = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(e4m4) +
+                                             ((blk ? sbyte_b >> 6 : sbyte_b << 2) & 0x3FCu));
+  if constexpr (kScaled) {
+    const uint32_t sa = Elem<T>::pack(scale[0], scale[0]);
+    const uint32_t sb = Elem<T>::pack(scale[1], scale[1]);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      frag[h][0] = Elem<T>::mul2(frag[h][0], sa);
+      frag[h][1] = Elem<T>::mul2(frag[h][1], sb);
+      frag[h][2] = Elem<T>::mul2(frag[h][2], sa);
+      frag[h][3] = Elem<T>::mul2(frag[h][3], sb);
+    }
+  }
+}
+
+// Scale bytes (both blocks of the K-tile) of weight row r of a stage.
+template <class Cfg>
+__device__ __forceinline__ uint32_t scale_bytes(const uint8_t* stage, int r) {
+  return *reinterpret_cast<const uint16_t*>(stage + Cfg::kSOff + 2 * r);
+}
+
 template <class Cfg>
 __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kNT][Cfg::kMTiles][4], const uint8_t* stage,
                                           const uint8_t* lut, uint32_t lane_off, const float* e4m4,
                                           const uint32_t (&rot)[5], int warp, int lane) {
-  constexpr int kShift = Cfg::kLutShift;
   using T = typename Cfg::T;
   const int g = lane >> 2;
-  const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage);
-  const uint8_t* s_s = stage + Cfg::kWBytes;
-  const uint32_t a_s = ptx::smem_u32(stage + Cfg::kWBytes + Cfg::kSBytes);
+  const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage + Cfg::kWOff);
+  const uint32_t a_s = ptx::smem_u32(stage + Cfg::kAOff);
 
-  // Scale bytes of the thread's rows (both blocks of the K-tile).
   uint32_t sbytes[Cfg::kNT][2];
 #pragma unroll
   for (int nt = 0; nt < Cfg::kNT; ++nt) {
     const int r = warp * 16 * Cfg::kNT + nt * 16 + g;
-    sbytes[nt][0] = *reinterpret_cast<const uint16_t*>(s_s + 2 * r);
-    sbytes[nt][1] = *reinterpret_cast<const uint16_t*>(s_s + 2 * (r + 8));
+    sbytes[nt][0] = scale_bytes<Cfg>(stage, r);
+    sbytes[nt][1] = scale_bytes<Cfg>(stage, r + 8);
   }
 
 #pragma unroll
@@ -384,38 +432,9 @@ __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kNT][Cfg::kMTiles][4
     uint32_t frag[Cfg::kNT][2][4];
     float scale[Cfg::kNT][2];
 #pragma unroll
-    for (int nt = 0; nt < Cfg::kNT; ++nt) {
-      const int r = warp * 16 * Cfg::kNT + nt * 16 + g;
-      uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
-      load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
-      load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
-      const auto xa = pair_word<Cfg::kBits, kShift>(pa, rot);
-      const auto xb = pair_word<Cfg::kBits, kShift>(pb, rot);
-      frag[nt][0][0] = lookup_pair<Cfg, 0>(lut, lane_off, xa);
-      frag[nt][0][1] = lookup_pair<Cfg, 0>(lut, lane_off, xb);
-      frag[nt][0][2] = lookup_pair<Cfg, 1>(lut, lane_off, xa);
-      frag[nt][0][3] = lookup_pair<Cfg, 1>(lut, lane_off, xb);
-      frag[nt][1][0] = lookup_pair<Cfg, 2>(lut, lane_off, xa);
-      frag[nt][1][1] = lookup_pair<Cfg, 2>(lut, lane_off, xb);
-      frag[nt][1][2] = lookup_pair<Cfg, 3>(lut, lane_off, xa);
-      frag[nt][1][3] = lookup_pair<Cfg, 3>(lut, lane_off, xb);
-      // scale bytes -> byte offsets into the float table (x4), block blk's byte
-      scale[nt][0] = *reinterpret_cast<const float*>(
-          reinterpret_cast<const uint8_t*>(e4m4) + ((blk ? sbytes[nt][0] >> 6 : sbytes[nt][0] << 2) & 0x3FCu));
-      scale[nt][1] = *reinterpret_cast<const float*>(
-          reinterpret_cast<const uint8_t*>(e4m4) + ((blk ? sbytes[nt][1] >> 6 : sbytes[nt][1] << 2) & 0x3FCu));
-      if constexpr (!Cfg::kScaleAfterMma) {
-        const uint32_t sa = Elem<T>::pack(scale[nt][0], scale[nt][0]);
-        const uint32_t sb = Elem<T>::pack(scale[nt][1], scale[nt][1]);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          frag[nt][h][0] = Elem<T>::mul2(frag[nt][h][0], sa);
-          frag[nt][h][1] = Elem<T>::mul2(frag[nt][h][1], sb);
-          frag[nt][h][2] = Elem<T>::mul2(frag[nt][h][2], sa);
-          frag[nt][h][3] = Elem<T>::mul2(frag[nt][h][3], sb);
-        }
-      }
-    }
+    for (int nt = 0; nt < Cfg::kNT; ++nt)
+      dequant_block<Cfg, !Cfg::kScaleAfterMma>(frag[nt], scale[nt], w_s, sbytes[nt][0], sbytes[nt][1],
+                                               warp * 16 * Cfg::kNT + nt * 16 + g, blk, lut, lane_off, e4m4, rot);
 #pragma unroll
     for (int mt = 0; mt < Cfg::kMTiles; ++mt) {
       // B fragments of the block: matrix j = rows mt*8.., k 8j.. (logical chunk blk*4 + j).
@@ -447,10 +466,12 @@ __device__ __forceinline__ void mma_stage(float (&acc)[Cfg::kNT][Cfg::kMTiles][4
 // ---------------------------------------------------------------------------
 // Stage: drain. Full tiles go straight to C; split tiles through the workspace.
 // ---------------------------------------------------------------------------
-template <class Cfg>
-__device__ __forceinline__ void store_tile(const KbitParams& p, const TilePos& pos,
-                                           const float (&v)[Cfg::kNT][Cfg::kMTiles][4], float out_scale,
-                                           int warp, int lane) {
+// value(nt, mt, q) gives the fp32 sum of this thread's accumulator element q of
+// tile (nt, mt), in the m16n8 accumulator layout (rows n = g, g + 8, columns
+// m = 2t, 2t + 1); it is scaled, converted and written where it lies in C.
+template <class Cfg, class Value>
+__device__ __forceinline__ void store_tile(const KbitParams& p, const TilePos& pos, float out_scale, int warp,
+                                           int lane, const Value& value) {
   using T = typename Cfg::T;
   T* c = static_cast<T*>(p.c);
   const int g = lane >> 2, t = lane & 3;
@@ -462,8 +483,8 @@ __device__ __forceinline__ void store_tile(const KbitParams& p, const TilePos& p
       for (int q = 0; q < 4; ++q) {
         const int n = pos.n0 + warp * 16 * Cfg::kNT + nt * 16 + g + (q >> 1) * 8;
         const int m = mt * 8 + 2 * t + (q & 1);
-        if (m < pos.rows && n < p.N)
-          c[size_t(pos.row0 + m) * p.N + n] = Elem<T>::from_float(v[nt][mt][q] * out_scale);
+        const float v = value(nt, mt, q);
+        if (m < pos.rows && n < p.N) c[size_t(pos.row0 + m) * p.N + n] = Elem<T>::from_float(v * out_scale);
       }
     }
   }
@@ -489,24 +510,18 @@ __device__ __forceinline__ int ws_index(int warp, int lane, int nt, int mt, int 
 }
 
 // ---------------------------------------------------------------------------
-// The kernel.
+// Stages shared by the tiled kernels (this one and the sm90 wgmma kernel).
 // ---------------------------------------------------------------------------
+
+// Per-CTA tables: codebook, E4M4 table, expert slot table, pair table. Returns
+// the codebook's largest magnitude (the pair table is normalized by it), or a
+// negative value when the offsets are not a partition of the rows or need more
+// tiles than the host sized the counters for: C is then NaN-filled (loud, and
+// nothing else is touched) and the CTA must return.
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads, launch_min_blocks<Cfg>())
-kbit_gemm_kernel(const KbitParams p) {
+__device__ float build_tables(uint32_t* lut, float* e4m4, float* cb_s, int* scratch, int* slot_start,
+                              const KbitParams& p, int tid) {
   using T = typename Cfg::T;
-  __shared__ __align__(128) uint32_t lut[Cfg::kLutBytes / 4];
-  __shared__ float e4m4[256];
-  __shared__ float cb_s[32];
-  __shared__ int scratch[32];                                    // scan and flags
-  extern __shared__ __align__(128) uint8_t kbit_smem[];
-  uint8_t* smem = kbit_smem;
-  int* slot_start = reinterpret_cast<int*>(smem);
-  uint8_t* ring = smem + cdiv((p.E + 1) * 4, 128) * 128;
-
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-
-  // ---- tables ---------------------------------------------------------------
   constexpr int kLevels = 1 << Cfg::kBits;
   if (tid < kLevels) cb_s[tid] = __ldg(p.codebook + tid);
   for (int i = tid; i < 256; i += Cfg::kThreads) e4m4[i] = e4m4_decode(i);
@@ -518,31 +533,157 @@ kbit_gemm_kernel(const KbitParams p) {
   if (!(cb_max > 0.f)) cb_max = 1.f;     // all-zero codebook
   build_pair_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
   __syncthreads();
-
-  // Offsets that are not a partition of the rows, or (impossible with valid
-  // offsets) more tiles than the host sized the counters for: make it loud and
-  // touch nothing else.
   if (!offsets_ok || (long long)slot_start[p.E] * cdiv(p.N, Cfg::BLOCK_N) > p.max_tiles) {
     T* c = static_cast<T*>(p.c);
     const size_t total = size_t(p.M) * p.N;
     for (size_t i = size_t(blockIdx.x) * Cfg::kThreads + tid; i < total; i += size_t(gridDim.x) * Cfg::kThreads)
       c[i] = Elem<T>::from_float(__int_as_float(0x7fc00000));
+    return -1.f;
+  }
+  return cb_max;
+}
+
+// This CTA's share of the units (stream-K): units u_begin .. u_end of U, split
+// evenly over G CTAs. At least kMinUnits units per CTA: the pipeline gets a
+// few K-tiles to overlap, and a tile is split between at most
+// k_tiles / kMinUnits + 1 CTAs. Empty (u_begin == u_end) for CTAs past G.
+struct StreamKShare {
+  long long U, G;
+  int u_begin, u_end;
+  int S, k_tiles;   // activation slots, K-tiles per tile
+
+  template <class Cfg>
+  __device__ __forceinline__ static StreamKShare of(const KbitParams& p, const int* slot_start) {
+    constexpr int kMinUnits = 2;
+    StreamKShare sh;
+    // S comes from shared memory: redux.sync hands it (and what follows from
+    // it) to the compiler as warp-uniform, so the loops over the share are
+    // uniform branches (wgmma must not sit in a possibly divergent path).
+    sh.S = int(__reduce_max_sync(0xffffffffu, uint32_t(slot_start[p.E])));
+    sh.k_tiles = p.layout.k_tiles;
+    sh.U = (long long)sh.S * cdiv(p.N, Cfg::BLOCK_N) * sh.k_tiles;
+    sh.G = max(1ll, min((long long)gridDim.x, sh.U / kMinUnits));
+    sh.u_begin = sh.u_end = 0;
+    if ((long long)blockIdx.x >= sh.G) return sh;
+    sh.u_begin = int((long long)blockIdx.x * sh.U / sh.G);
+    sh.u_end = int((long long)(blockIdx.x + 1) * sh.U / sh.G);
+    return sh;
+  }
+  // Does this CTA own all of the tile?
+  __device__ __forceinline__ bool owns(int tile) const {
+    const int u0 = tile * k_tiles;
+    return u0 >= u_begin && u0 + k_tiles <= u_end;
+  }
+  // The CTAs holding the tile's first and last unit.
+  __device__ __forceinline__ int first_cta(int tile) const {
+    return int(((long long)(tile * k_tiles + 1) * G - 1) / U);
+  }
+  __device__ __forceinline__ int last_cta(int tile) const {
+    return int(((long long)(tile + 1) * k_tiles * G - 1) / U);
+  }
+};
+
+// The copy side of the ring: issues the units of the share in order, one
+// stage per call, and a commit group per call (empty past the share's end).
+template <class Cfg>
+struct Producer {
+  int ld_u;
+  TilePos ld_pos;
+  LoadCursor<Cfg> cur;
+
+  __device__ __forceinline__ void start(const KbitParams& p, const StreamKShare& sh, const int* slot_start, int tid) {
+    ld_u = sh.u_begin;
+    ld_pos = locate_tile<Cfg>(sh.u_begin / sh.k_tiles, sh.S, slot_start, p.offsets, p.E);
+    cur.start(p, ld_pos, sh.u_begin % sh.k_tiles, tid);
+  }
+  __device__ __forceinline__ void produce(uint8_t* stage, const KbitParams& p, const StreamKShare& sh,
+                                          const int* slot_start, int tid) {
+    if (ld_u < sh.u_end) {
+      cur.issue(stage, p, tid);
+      if (++ld_u < sh.u_end) {
+        if (cur.kt + 1 == sh.k_tiles) {
+          ld_pos = locate_tile<Cfg>(ld_pos.tile + 1, sh.S, slot_start, p.offsets, p.E);
+          cur.start(p, ld_pos, 0, tid);
+        } else {
+          cur.advance(p);
+        }
+      }
+    }
+    ptx::cp_async_commit();
+  }
+};
+
+// A tile (or this CTA's part of it) is finished: full tiles go straight to C.
+// Split tile: every contributor adds its part into the tile's fp32 workspace
+// (fire-and-forget atomics), then counts itself in; the last to arrive reads
+// the sums, writes C, and zeroes the region for the next launch. One round
+// trip whatever the number of contributors; the summation order (hence the
+// last bits of the fp32 sum) varies between runs. Whole CTA (barriers). The
+// last to arrive loads all its sums into acc before it stores any: one L2
+// round trip, not one per element.
+template <class Cfg>
+__device__ __forceinline__ void finish_tile(const KbitParams& p, const StreamKShare& sh, const TilePos& pos,
+                                            float (&acc)[Cfg::kNT][Cfg::kMTiles][4], float out_scale,
+                                            int* flag, int tid, int warp, int lane) {
+  // Opaque indices: the epilogue's per-thread offsets are computed here, not
+  // hoisted into the main loop, where they held ~60 registers for the whole
+  // kernel (the wgmma kernel's 64-row tile spilled).
+  warp = ptx::opaque_int(warp);
+  lane = ptx::opaque_int(lane);
+  if (sh.owns(pos.tile)) {
+    store_tile<Cfg>(p, pos, out_scale, warp, lane, [&](int nt, int mt, int q) { return acc[nt][mt][q]; });
     return;
   }
+  float* ws = p.workspace + size_t(pos.tile) * (Cfg::BLOCK_N * Cfg::BLOCK_M);
+#pragma unroll
+  for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+    for (int mt = 0; mt < Cfg::kMTiles; ++mt)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) atomicAdd(ws + ws_index<Cfg>(warp, lane, nt, mt, q), acc[nt][mt][q]);
+  __syncthreads();   // the CTA's workspace adds, before thread 0's release
+  if (tid == 0) {
+    const int arrived = ptx::atom_add_acq_rel_gpu(p.counters + pos.tile, 1);
+    *flag = arrived == sh.last_cta(pos.tile) - sh.first_cta(pos.tile);
+  }
+  __syncthreads();   // thread 0's acquire, before the CTA reads the sums
+  if (*flag) {   // last to arrive
+#pragma unroll
+    for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+      for (int mt = 0; mt < Cfg::kMTiles; ++mt)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          float* w = ws + ws_index<Cfg>(warp, lane, nt, mt, q);
+          acc[nt][mt][q] = ptx::ld_global_cg_f32(w);
+          *w = 0.f;
+        }
+    store_tile<Cfg>(p, pos, out_scale, warp, lane, [&](int nt, int mt, int q) { return acc[nt][mt][q]; });
+    if (tid == 0) p.counters[pos.tile] = 0;   // ready for the next launch
+  }
+  __syncthreads();
+}
 
-  // ---- this CTA's share of the units (stream-K) ------------------------------
-  const int S = slot_start[p.E];
-  const int n_blocks = cdiv(p.N, Cfg::BLOCK_N);
-  const int k_tiles = p.layout.k_tiles;
-  const long long U = (long long)S * n_blocks * k_tiles;
-  // At least kMinUnits units per CTA: the pipeline gets a few K-tiles to overlap,
-  // and a tile is split between at most k_tiles / kMinUnits + 1 CTAs.
-  constexpr int kMinUnits = 2;
-  const long long G = max(1ll, min((long long)gridDim.x, U / kMinUnits));
-  if ((long long)blockIdx.x >= G) return;
-  const int u_begin = int((long long)blockIdx.x * U / G);
-  const int u_end = int((long long)(blockIdx.x + 1) * U / G);
-  const int first_tile = u_begin / k_tiles;
+// ---------------------------------------------------------------------------
+// The kernel (mma.sync; every family).
+// ---------------------------------------------------------------------------
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, launch_min_blocks<Cfg>())
+kbit_gemm_kernel(const KbitParams p) {
+  __shared__ __align__(128) uint32_t lut[Cfg::kLutBytes / 4];
+  __shared__ float e4m4[256];
+  __shared__ float cb_s[32];
+  __shared__ int scratch[32];                                    // scan and flags
+  extern __shared__ __align__(128) uint8_t kbit_smem[];
+  int* slot_start = reinterpret_cast<int*>(kbit_smem);
+  uint8_t* ring = kbit_smem + cdiv((p.E + 1) * 4, 128) * 128;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const float cb_max = build_tables<Cfg>(lut, e4m4, cb_s, scratch, slot_start, p, tid);
+  if (cb_max < 0.f) return;
+
+  const StreamKShare sh = StreamKShare::of<Cfg>(p, slot_start);
+  if (sh.u_begin == sh.u_end) return;
 
   const uint8_t* lut_bytes = reinterpret_cast<const uint8_t*>(lut);
   const uint32_t lane_off = uint32_t(lane % Cfg::kCopies) * 4;
@@ -551,91 +692,30 @@ kbit_gemm_kernel(const KbitParams p) {
   for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * (lane & 3) - 2 * (b & 3) - (b == 4 ? 8 : 0) - Cfg::kLutShift) & 31u;
 
   // ---- prologue: fill kStages - 1 slots ---------------------------------------
-  int ld_u = u_begin;
-  TilePos ld_pos = locate_tile<Cfg>(u_begin / k_tiles, S, slot_start, p.offsets, p.E);
-  LoadCursor<Cfg> cur;
-  cur.start(p, ld_pos, u_begin % k_tiles, tid);
-  // Issue the next unit's copies (if any) and move the cursor past it.
-  auto produce = [&](uint8_t* stage) {
-    if (ld_u < u_end) {
-      cur.issue(stage, p, tid);
-      if (++ld_u < u_end) {
-        if (cur.kt + 1 == k_tiles) {
-          ld_pos = locate_tile<Cfg>(ld_pos.tile + 1, S, slot_start, p.offsets, p.E);
-          cur.start(p, ld_pos, 0, tid);
-        } else {
-          cur.advance(p);
-        }
-      }
-    }
-    ptx::cp_async_commit();
-  };
+  Producer<Cfg> prod;
+  prod.start(p, sh, slot_start, tid);
 #pragma unroll
-  for (int s = 0; s < Cfg::kStages - 1; ++s) produce(ring + s * Cfg::kStageBytes);
+  for (int s = 0; s < Cfg::kStages - 1; ++s) prod.produce(ring + s * Cfg::kStageBytes, p, sh, slot_start, tid);
 
   // ---- main loop ------------------------------------------------------------
-  TilePos pos = locate_tile<Cfg>(first_tile, S, slot_start, p.offsets, p.E);
-  int kt = u_begin % k_tiles;
+  TilePos pos = locate_tile<Cfg>(sh.u_begin / sh.k_tiles, sh.S, slot_start, p.offsets, p.E);
+  int kt = sh.u_begin % sh.k_tiles;
   float acc[Cfg::kNT][Cfg::kMTiles][4];
   zero_acc<Cfg>(acc);
 
-  for (int u = u_begin; u < u_end; ++u) {
+  for (int u = sh.u_begin; u < sh.u_end; ++u) {
     ptx::cp_async_wait<Cfg::kStages - 2>();
     __syncthreads();   // slot (u - u_begin) is ready; slot (u - u_begin - 1) is free
-    produce(ring + ((ld_u - u_begin) % Cfg::kStages) * Cfg::kStageBytes);
+    prod.produce(ring + ((prod.ld_u - sh.u_begin) % Cfg::kStages) * Cfg::kStageBytes, p, sh, slot_start, tid);
 
-    mma_stage<Cfg>(acc, ring + ((u - u_begin) % Cfg::kStages) * Cfg::kStageBytes, lut_bytes, lane_off, e4m4,
+    mma_stage<Cfg>(acc, ring + ((u - sh.u_begin) % Cfg::kStages) * Cfg::kStageBytes, lut_bytes, lane_off, e4m4,
                    rot, warp, lane);
 
-    if (++kt < k_tiles && u + 1 < u_end) continue;
-
-    // ---- tile finished (or our share of it) ----------------------------------
-    const int tile_u0 = pos.tile * k_tiles;
-    const bool full = tile_u0 >= u_begin && tile_u0 + k_tiles <= u_end;
-    if (full) {
-      store_tile<Cfg>(p, pos, acc, cb_max, warp, lane);
-    } else {
-      // Split tile: every contributor adds its part into the tile's fp32
-      // workspace (fire-and-forget atomics), then counts itself in; the last to
-      // arrive reads the sums, writes C, and zeroes the region for the next launch.
-      // One round trip whatever the number of contributors; the summation order
-      // (hence the last bits of the fp32 sum) varies between runs.
-      float* ws = p.workspace + size_t(pos.tile) * (Cfg::BLOCK_N * Cfg::BLOCK_M);
-#pragma unroll
-      for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-        for (int mt = 0; mt < Cfg::kMTiles; ++mt)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) atomicAdd(ws + ws_index<Cfg>(warp, lane, nt, mt, q), acc[nt][mt][q]);
-      __syncthreads();   // the CTA's workspace adds, before thread 0's release
-      // Contributors: the CTAs owning the tile's first .. last unit.
-      const int c_first = int(((long long)(tile_u0 + 1) * G - 1) / U);
-      const int c_last = int(((long long)(tile_u0 + k_tiles) * G - 1) / U);
-      if (tid == 0) {
-        const int arrived = ptx::atom_add_acq_rel_gpu(p.counters + pos.tile, 1);
-        scratch[0] = arrived == c_last - c_first;
-      }
-      __syncthreads();   // thread 0's acquire, before the CTA reads the sums
-      if (scratch[0]) {   // last to arrive
-#pragma unroll
-        for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-          for (int mt = 0; mt < Cfg::kMTiles; ++mt)
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              float* w = ws + ws_index<Cfg>(warp, lane, nt, mt, q);
-              acc[nt][mt][q] = ptx::ld_global_cg_f32(w);
-              *w = 0.f;
-            }
-        store_tile<Cfg>(p, pos, acc, cb_max, warp, lane);
-        if (tid == 0) p.counters[pos.tile] = 0;   // ready for the next launch
-      }
-      __syncthreads();
-    }
-    // next tile
+    if (++kt < sh.k_tiles && u + 1 < sh.u_end) continue;
+    finish_tile<Cfg>(p, sh, pos, acc, cb_max, scratch, tid, warp, lane);
     zero_acc<Cfg>(acc);
     kt = 0;
-    if (u + 1 < u_end) pos = locate_tile<Cfg>(pos.tile + 1, S, slot_start, p.offsets, p.E);
+    if (u + 1 < sh.u_end) pos = locate_tile<Cfg>(pos.tile + 1, sh.S, slot_start, p.offsets, p.E);
   }
   ptx::cp_async_wait<0>();
 }

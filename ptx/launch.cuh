@@ -60,6 +60,38 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 // 16-row tiles per warp of the decode kernel for this shape.
 inline int decode_nt(const kbit_api::KbitArgs& a) { return decode_large_layer(a) ? 4 : 2; }
 
+#ifndef KBIT_HAS_WGMMA
+#define KBIT_HAS_WGMMA 0
+#endif
+#if KBIT_HAS_WGMMA
+// wgmma kernel (sm90 family): BLOCK_M activation rows per tile. Two CTAs per
+// SM (<= 128 registers) up to 64 rows; the 128-row tile's 64 accumulators
+// need more registers, so one CTA per SM with a deeper ring (stages of 7-22 KB).
+template <int kBits, typename T, int kBlockM>
+using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, (kBlockM >= 128 ? 6 : kBlockM >= 64 ? 4 : 6), (kBlockM >= 128 ? 1 : 2)>;
+// Shape rule, by measurement (H100, graph time, docs/results.md v11): the
+// wgmma kernel where an expert has more than 16 rows (Llama-3-70B down M = 64:
+// 141 vs 167 us with mma.sync, M = 128: 199 vs 307), and at 9..16 rows on
+// layers under 2^25 weights (Qwen3 gate/up M = 16: 13.6 vs 16.5 us). At 9..16
+// rows on larger layers the mma.sync kernel was faster (Llama-3-70B M = 16:
+// 90-94 vs 108-115 us, measured before the epilogue fix of v11). 128-row
+// tiles (one CTA per SM) only on layers of at least 2^27 weights (70B gate/up
+// M = 128: 278 vs 312 us with 64-row tiles; 8B gate/up: 144 vs 130 us, so
+// 64-row tiles there; both before the epilogue fix).
+inline bool wgmma_kernel_pays(const kbit_api::KbitArgs& a, int mtiles) {
+  return mtiles >= 4 || (mtiles == 2 && (long long)a.N * a.K < (1ll << 25));
+}
+// (KBIT_KERNEL=wgmma, a.kernel == 4: 128-row tiles wherever an expert has
+// more than 64 rows, so that the tests and the sanitizer reach them on small
+// layers.)
+inline int wgmma_mtiles(const kbit_api::KbitArgs& a, int mtiles) {
+  const int active = a.E < a.M ? a.E : a.M;
+  const int rows = cdiv(a.M, active > 0 ? active : 1);
+  const bool large = a.kernel == 4 || (long long)a.N * a.K >= (1ll << 27);
+  return mtiles == 8 && rows > 64 && large ? 16 : mtiles;
+}
+#endif
+
 inline int kbit_pick_mtiles(int M, int E) {
   const int active = E < M ? E : M;
   const int rows = cdiv(M, active > 0 ? active : 1);
@@ -253,6 +285,52 @@ const char* kbit_dispatch(int bits, int bf16, int mtiles, const F& f) {
 #undef KBIT_CASE_M
 }
 
+#if KBIT_HAS_WGMMA
+// Calls f.template operator()<WgmmaCfg<bits, dtype, 8 * mtiles>>() (mtiles 1..16).
+template <class F>
+const char* kbit_wgmma_dispatch(int bits, int bf16, int mtiles, const F& f) {
+#define KBIT_WG_M(BITS, TYPE)                                                       \
+  switch (mtiles) {                                                                 \
+    case 1: return f.template operator()<WgmmaCfg<BITS, TYPE, 8>>();                \
+    case 2: return f.template operator()<WgmmaCfg<BITS, TYPE, 16>>();               \
+    case 4: return f.template operator()<WgmmaCfg<BITS, TYPE, 32>>();               \
+    case 8: return f.template operator()<WgmmaCfg<BITS, TYPE, 64>>();               \
+    case 16: return f.template operator()<WgmmaCfg<BITS, TYPE, 128>>();             \
+    default: return "kbit: bad activation tile count";                              \
+  }
+#define KBIT_WG_T(BITS) \
+  if (bf16) { KBIT_WG_M(BITS, __nv_bfloat16) } else { KBIT_WG_M(BITS, __half) }
+  switch (bits) {
+    case 2: KBIT_WG_T(2)
+    case 3: KBIT_WG_T(3)
+    case 4: KBIT_WG_T(4)
+    case 5: KBIT_WG_T(5)
+    default: return "kbit: bits must be 2..5";
+  }
+#undef KBIT_WG_T
+#undef KBIT_WG_M
+}
+
+struct WgmmaPlanFn {
+  const kbit_api::KbitArgs& a;
+  int device;
+  kbit_api::KbitPlan* plan;
+  template <class Cfg> const char* operator()() const {
+    return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_wgmma_kernel<Cfg>), a, device, plan);
+  }
+};
+struct WgmmaRunFn {
+  const kbit_api::KbitArgs& a;
+  const kbit_api::KbitPlan& plan;
+  float* ws;
+  int32_t* counters;
+  cudaStream_t stream;
+  template <class Cfg> const char* operator()() const {
+    return kbit_launch<Cfg>(&kbit_wgmma_kernel<Cfg>, kbit_params(a, plan, ws, counters), a, plan, stream);
+  }
+};
+#endif
+
 struct PlanFn {
   const kbit_api::KbitArgs& a;
   int device;
@@ -285,6 +363,14 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.E > 4096) return "kbit: at most 4096 experts";
   plan->mtiles = kbit::kbit_pick_mtiles(a.M, a.E);
   plan->decode = 0;
+  plan->wgmma = 0;
+#if KBIT_HAS_WGMMA
+  if (a.kernel == 4 || (a.kernel == 0 && kbit::wgmma_kernel_pays(a, plan->mtiles))) {
+    plan->mtiles = kbit::wgmma_mtiles(a, plan->mtiles);
+    plan->wgmma = 1;
+    return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan->mtiles, kbit::WgmmaPlanFn{a, device, plan});
+  }
+#endif
   const bool decode = a.kernel == 2 || a.kernel == 3 || (a.kernel == 0 && kbit::decode_kernel_pays(a));
   if (plan->mtiles == 1 && decode) {
     const int nt = a.kernel == 3 ? 4 : kbit::decode_nt(a);
@@ -301,6 +387,11 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
 
 const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, int32_t* counters,
                           void* stream) {
+#if KBIT_HAS_WGMMA
+  if (plan.wgmma)
+    return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan.mtiles,
+                                     kbit::WgmmaRunFn{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
+#endif
   if (plan.decode)
     return kbit::kbit_decode_dispatch(a.bits, a.bf16, plan.decode,
                                       kbit::RunFn<true>{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});

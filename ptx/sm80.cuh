@@ -161,6 +161,14 @@ __device__ __forceinline__ P* opaque(P* p) {
   return p;
 }
 
+// The same for an integer (e.g. a lane index an epilogue derives its offsets
+// from). Unlike opaque() on a pointer, the pointers built from it keep their
+// known address space (global atomics stay REDG, not generic ATOM + QSPC).
+__device__ __forceinline__ int opaque_int(int v) {
+  asm volatile("mov.b32 %0, %0;\n" : "+r"(v));
+  return v;
+}
+
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }

@@ -1,6 +1,8 @@
 """A representative set of kernel calls for compute-sanitizer (memcheck,
 racecheck): every k, both dtypes, partial tiles, split tiles, grouped with
-empty experts, M = 1 .. 300 (each with the tiled kernel and the decode kernel's two warp tiles), and nvfp4 with plain and blocked scales."""
+empty experts, M = 1 .. 300 (each with the mma.sync tiled kernel, the decode kernel's two warp tiles
+and, in the sm90 family, the wgmma tiled kernel with its 128-row tiles at M = 300), and nvfp4 with
+plain and blocked scales."""
 import os
 import sys
 from pathlib import Path
@@ -17,7 +19,7 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          dict(m=64, n=264, k=4096, bits=4, dtype="float16", experts=64),
          dict(m=3, n=2048, k=8192, bits=5, dtype="float16")]
 bad = 0
-for kernel in ("", "tiled", "decode", "decode64"):   # the choice by shape, then each kernel / tile everywhere
+for kernel in ("", "tiled", "decode", "decode64", "wgmma"):   # the choice by shape, then each kernel / tile everywhere
     os.environ["KBIT_KERNEL"] = kernel
     for spec in CASES:
         d = R.generate_input("kbit_gemm", seed=1, device="cuda", **spec)

@@ -38,13 +38,14 @@ def test_kbit_spec(spec):
 
 
 @requires_sm80
-@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64"])
+@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma"])
 @pytest.mark.parametrize("spec", [s for s in KBIT_TESTS if s["m"] > 0], ids=_name)
 def test_kbit_each_kernel(spec, kernel, monkeypatch):
-    """Both mma.sync kernels at every test shape, whichever the shape rule picks:
-    the tiled kernel for every M, the decode kernel wherever it applies (at most
-    8 rows per expert; elsewhere the tiled kernel runs), with the warp tile the
-    shape rule picks (32 rows at these sizes) and with 64-row tiles."""
+    """Every kernel at every test shape, whichever the shape rule picks: the
+    mma.sync tiled kernel for every M, the decode kernel wherever it applies (at
+    most 8 rows per expert; elsewhere the tiled kernel runs), with the warp tile
+    the shape rule picks (32 rows at these sizes) and with 64-row tiles, and the
+    wgmma tiled kernel for every M (sm90 family; elsewhere the shape rule)."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
     data, out = _run(spec)
     ok, msg = R.check_implementation(data, out)
@@ -124,7 +125,7 @@ def test_kbit_repeatable(m, n, k, experts):
 
 
 @requires_sm80
-@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64"])
+@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma"])
 def test_kbit_split_tiles_many_contributors(kernel, monkeypatch):
     """Stress of the split-tile arrival protocol (workspace adds, one acq_rel
     counter atomic per warp or CTA): a narrow, deep layer splits each of its
@@ -158,7 +159,7 @@ def test_kbit_cuda_graph(experts):
 
 
 @requires_sm80
-@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64"])
+@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma"])
 @pytest.mark.parametrize("experts,m,offsets", [(4, 20, [0, 5, 3, 12, 20]), (1, 3, [0, 2])])
 def test_kbit_bad_offsets_are_loud(kernel, experts, m, offsets, monkeypatch):
     """Offsets that do not partition the rows: the kernel writes NaN everywhere

@@ -183,3 +183,5 @@ def test_env_reads_follow_changes(monkeypatch):
     assert S._kbit_path(None, "sm90", None) == 4
     monkeypatch.setenv("KBIT_KERNEL", "tiled")
     assert S._kbit_path(None, "sm90", None) == 2
+    monkeypatch.setenv("KBIT_KERNEL", "wgmma")
+    assert S._kbit_path(None, "sm90", None) == 5

@@ -1,0 +1,179 @@
+// kbit_wgmma.cuh — the tiled kbit GEMM on Hopper warpgroup MMA (sm90 family
+// only). Same work split, ring, tables and epilogue as kbit_gemm.cuh; what
+// changes is the multiply:
+//
+// * A warpgroup multiplies 64 weight rows by the whole activation tile with
+//   one wgmma.mma_async per k16 step (m64 x BLOCK_M x k16, in pieces of at most
+//   N = 64). The dequantized weights are its A operand IN REGISTERS, in the
+//   same fragment layout the lookup already produces for mma.sync; the
+//   activations are its B operand, read by the tensor core straight from the
+//   ring stage: the cp.async copies already store them in the 128-byte swizzle
+//   of a K-major wgmma operand (chunk c of row r at c ^ (r % 8)).
+// * So a weight is dequantized once per BLOCK_M (up to 128) activation rows,
+//   and no warp reads the activation tile through ldmatrix (the mma.sync
+//   kernel's warps each re-read the whole tile for their 16 rows).
+// * wgmma runs asynchronously: while the MMAs of unit u run, the warp waits
+//   for unit u + 1's copies and dequantizes it into a second fragment set.
+//   The E4M4 scale is multiplied into the fragments (one accumulator set).
+//
+// Version log
+//   v1  wgmma m64nNk16 with register A, double-buffered fragments, stream-K.
+#pragma once
+
+#include "sm90_wgmma.cuh"
+
+namespace kbit {
+
+// Compile-time configuration. Two warpgroups of 64 weight rows (BLOCK_N = 128);
+// BLOCK_M activation rows (8..128) per tile. The stage puts the activation
+// tile first: wgmma's swizzled operand needs 1024-byte alignment.
+template <int kBits_, typename T_, int kBlockM_, int kStages_, int kMinBlocks_>
+struct WgmmaConfig {
+  static constexpr int kBits = kBits_;
+  using T = T_;
+  static constexpr int kWarps = 8;
+  static constexpr int kNT = 1;                      // 16-row weight tiles per warp
+  static constexpr int kMTiles = kBlockM_ / 8;       // 8-column groups of the accumulator
+  static constexpr int kStages = kStages_;
+  static constexpr int kMinBlocks = kMinBlocks_;
+  static constexpr int kThreads = kWarps * kWarpSize;
+  static constexpr int BLOCK_M = kBlockM_;
+  static constexpr int BLOCK_N = kWarps * 16;
+  static constexpr int kPieceN = BLOCK_M < 64 ? BLOCK_M : 64;   // wgmma N of one instruction
+  static constexpr int kPieces = BLOCK_M / kPieceN;
+
+  static constexpr int kABytes = BLOCK_M * kTileK * 2;
+  static constexpr int kWBytes = BLOCK_N * 2 * kBits * 4;
+  static constexpr int kSBytes = BLOCK_N * 2;
+  static constexpr int kAOff = 0, kWOff = kABytes, kSOff = kABytes + kWBytes;
+  static constexpr int kStageBytes = cdiv(kABytes + kWBytes + kSBytes, 1024) * 1024;
+
+  static constexpr int kPairEntries = 1 << (2 * kBits);
+  static constexpr int kCopies = kBits <= 4 ? 32 : 8;
+  static constexpr int kLutBytes = kPairEntries * kCopies * 4;
+  static constexpr int kLutShift = kCopies == 32 ? 7 : 5;
+
+  // Dynamic shared memory: the slot table, then (1024-aligned at run time) the ring.
+  __host__ __device__ static constexpr size_t smem_bytes(int experts) {
+    return size_t(cdiv((experts + 1) * 4, 128) * 128) + 1024 + size_t(kStages) * kStageBytes;
+  }
+  static_assert(BLOCK_M == 8 || BLOCK_M == 16 || BLOCK_M == 32 || BLOCK_M % 64 == 0, "wgmma N pieces");
+  static_assert(kLutBytes <= 32 * 1024, "pair table must stay within static shared memory");
+  static_assert(kStages >= 3, "unit u + 1 is dequantized while unit u's MMAs run: three stages at least");
+  static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
+};
+
+// The A fragments of one K-tile for this warp's 16 rows: f[s] feeds k16 step s.
+template <class Cfg>
+__device__ __forceinline__ void dequant_ktile(uint32_t (&f)[4][4], const uint8_t* stage, const uint8_t* lut,
+                                              uint32_t lane_off, const float* e4m4, const uint32_t (&rot)[5],
+                                              int warp, int lane) {
+  const int r = warp * 16 + (lane >> 2);
+  const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage + Cfg::kWOff);
+  const uint32_t sa = scale_bytes<Cfg>(stage, r), sb = scale_bytes<Cfg>(stage, r + 8);
+#pragma unroll
+  for (int blk = 0; blk < 2; ++blk) {
+    float scale[2];
+    dequant_block<Cfg, true>(reinterpret_cast<uint32_t(&)[2][4]>(f[2 * blk]), scale, w_s, sa, sb, r, blk, lut,
+                             lane_off, e4m4, rot);
+  }
+}
+
+// Issues the MMAs of one K-tile: acc (+)= W_frag * A_stage^T. `accumulate` = 0
+// overwrites the accumulators at the first k16 step (a tile's first unit).
+template <class Cfg>
+__device__ __forceinline__ void wgmma_ktile(float (&acc)[1][Cfg::kMTiles][4], const uint32_t (&f)[4][4],
+                                            uint32_t a_stage, uint32_t accumulate) {
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+#pragma unroll
+    for (int pc = 0; pc < Cfg::kPieces; ++pc) {
+      const uint64_t desc = ptx::wgmma_desc_sw128_kmajor(a_stage + pc * Cfg::kPieceN * 128 + s * 32);
+      ptx::wgmma_rs<Cfg::kPieceN, typename Cfg::T>(&acc[0][pc * (Cfg::kPieceN / 8)][0], f[s], desc,
+                                                   s == 0 ? accumulate : 1u);
+    }
+  ptx::wgmma_commit();
+}
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+kbit_wgmma_kernel(const KbitParams p) {
+  __shared__ __align__(128) uint32_t lut[Cfg::kLutBytes / 4];
+  __shared__ float e4m4[256];
+  __shared__ float cb_s[32];
+  __shared__ int scratch[32];
+  extern __shared__ __align__(128) uint8_t kbit_smem[];
+  int* slot_start = reinterpret_cast<int*>(kbit_smem);
+  const uint32_t ring_s = (ptx::smem_u32(kbit_smem + cdiv((p.E + 1) * 4, 128) * 128) + 1023u) & ~1023u;
+  uint8_t* ring = kbit_smem + (ring_s - ptx::smem_u32(kbit_smem));
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const float cb_max = build_tables<Cfg>(lut, e4m4, cb_s, scratch, slot_start, p, tid);
+  if (cb_max < 0.f) return;
+
+  const StreamKShare sh = StreamKShare::of<Cfg>(p, slot_start);
+  if (sh.u_begin == sh.u_end) return;
+
+  const uint8_t* lut_bytes = reinterpret_cast<const uint8_t*>(lut);
+  const uint32_t lane_off = uint32_t(lane % Cfg::kCopies) * 4;
+  uint32_t rot[5];
+#pragma unroll
+  for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * (lane & 3) - 2 * (b & 3) - (b == 4 ? 8 : 0) - Cfg::kLutShift) & 31u;
+  // ---- prologue: fill kStages - 1 slots, dequantize the first unit -------------
+  Producer<Cfg> prod;
+  prod.start(p, sh, slot_start, tid);
+#pragma unroll
+  for (int s = 0; s < Cfg::kStages - 1; ++s) prod.produce(ring + s * Cfg::kStageBytes, p, sh, slot_start, tid);
+  ptx::cp_async_wait<Cfg::kStages - 2>();
+  ptx::fence_proxy_async_smem();   // the copies, before wgmma reads them
+  __syncthreads();
+
+  uint32_t fa[4][4], fb[4][4];
+  dequant_ktile<Cfg>(fa, ring, lut_bytes, lane_off, e4m4, rot, warp, lane);
+  // Ring slot of the unit whose MMAs are issued next; unit u + 1 sits in the
+  // next slot, and the producer refills the previous one (unit u - 1's).
+  int slot = 0;
+  auto next_slot = [](int s) { return s + 1 == Cfg::kStages ? 0 : s + 1; };
+
+  TilePos pos = locate_tile<Cfg>(sh.u_begin / sh.k_tiles, sh.S, slot_start, p.offsets, p.E);
+  int kt = sh.u_begin % sh.k_tiles;
+  uint32_t accumulate = 0;
+  float acc[1][Cfg::kMTiles][4];
+
+  // One unit: its MMAs (fragments cur), then unit u + 1 made ready and
+  // dequantized into nxt while they run, then the tile's epilogue if it ends.
+  auto step = [&](int u, const uint32_t (&cur)[4][4], uint32_t (&nxt)[4][4]) {
+    wgmma_ktile<Cfg>(acc, cur, ring_s + slot * Cfg::kStageBytes, accumulate);
+    accumulate = 1;
+    const int prev = slot == 0 ? Cfg::kStages - 1 : slot - 1;
+    slot = next_slot(slot);
+    if (u + 1 < sh.u_end) {
+      // Groups committed: kStages - 1 + (u - u_begin); unit u + 1's is number u - u_begin + 1.
+      ptx::cp_async_wait<Cfg::kStages - 3>();
+      ptx::fence_proxy_async_smem();
+      ptx::wgmma_wait<1>();   // this warp's MMAs of unit u - 1 are done
+      __syncthreads();        // ... every warp's: slot u - 1 may be refilled; slot u + 1 is visible
+      prod.produce(ring + prev * Cfg::kStageBytes, p, sh, slot_start, tid);
+      dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, warp, lane);
+    }
+    if (++kt < sh.k_tiles && u + 1 < sh.u_end) return;
+    ptx::wgmma_wait<0>();
+    finish_tile<Cfg>(p, sh, pos, acc, cb_max, scratch, tid, warp, lane);
+    kt = 0;
+    accumulate = 0;
+    if (u + 1 < sh.u_end) pos = locate_tile<Cfg>(pos.tile + 1, sh.S, slot_start, p.offsets, p.E);
+  };
+
+  // Unrolled by two so that both fragment sets stay in fixed registers.
+  for (int u = sh.u_begin; u < sh.u_end; u += 2) {
+    step(u, fa, fb);
+    if (u + 1 < sh.u_end) step(u + 1, fb, fa);
+  }
+  // (The last step waited already; without this ptxas cannot prove that no
+  // MMA is pending at the exit and serializes every wgmma of the loop.)
+  ptx::wgmma_wait<0>();
+  ptx::cp_async_wait<0>();
+}
+
+}  // namespace kbit
