@@ -343,6 +343,13 @@ __device__ __forceinline__ PairWord<kBits, kShift> pair_word(const uint32_t (&p)
   return w;
 }
 
+// The rotations pair_word needs for this lane (t = lane % 4), table shift of Cfg.
+template <class Cfg>
+__device__ __forceinline__ void pair_rotations(uint32_t (&rot)[5], int lane) {
+#pragma unroll
+  for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * (lane & 3) - 2 * (b & 3) - (b == 4 ? 8 : 0) - Cfg::kLutShift) & 31u;
+}
+
 template <class Cfg, int kPair, int kShift>
 __device__ __forceinline__ uint32_t lookup_pair(const uint8_t* lut, uint32_t lane_off,
                                                 const PairWord<Cfg::kBits, kShift>& w) {
@@ -688,8 +695,7 @@ kbit_gemm_kernel(const KbitParams p) {
   const uint8_t* lut_bytes = reinterpret_cast<const uint8_t*>(lut);
   const uint32_t lane_off = uint32_t(lane % Cfg::kCopies) * 4;
   uint32_t rot[5];
-#pragma unroll
-  for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * (lane & 3) - 2 * (b & 3) - (b == 4 ? 8 : 0) - Cfg::kLutShift) & 31u;
+  pair_rotations<Cfg>(rot, lane);
 
   // ---- prologue: fill kStages - 1 slots ---------------------------------------
   Producer<Cfg> prod;

@@ -118,8 +118,7 @@ kbit_wgmma_kernel(const KbitParams p) {
   const uint8_t* lut_bytes = reinterpret_cast<const uint8_t*>(lut);
   const uint32_t lane_off = uint32_t(lane % Cfg::kCopies) * 4;
   uint32_t rot[5];
-#pragma unroll
-  for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * (lane & 3) - 2 * (b & 3) - (b == 4 ? 8 : 0) - Cfg::kLutShift) & 31u;
+  pair_rotations<Cfg>(rot, lane);
   // ---- prologue: fill kStages - 1 slots, dequantize the first unit -------------
   Producer<Cfg> prod;
   prod.start(p, sh, slot_start, tid);

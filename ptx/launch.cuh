@@ -261,54 +261,50 @@ struct DecodePlanFn {
   bool* fits;
   template <class Cfg> const char* operator()() const { return kbit_decode_plan_cfg<Cfg>(a, device, plan, fits); }
 };
-// Calls f.template operator()<Cfg>() for the configuration of (bits, dtype, mtiles).
-template <class F>
-const char* kbit_dispatch(int bits, int bf16, int mtiles, const F& f) {
-#define KBIT_CASE_M(BITS, TYPE)                                                     \
-  switch (mtiles) {                                                                 \
-    case 1: return f.template operator()<KbitCfg<BITS, TYPE, 1>>();                 \
-    case 2: return f.template operator()<KbitCfg<BITS, TYPE, 2>>();                 \
-    case 4: return f.template operator()<KbitCfg<BITS, TYPE, 4>>();                 \
-    case 8: return f.template operator()<KbitCfg<BITS, TYPE, 8>>();                 \
-    default: return "kbit: bad activation tile count";                              \
+// Calls f.template operator()<CfgOf<bits, dtype, mtiles>>() for a tiled-kernel
+// configuration family (mtiles 1, 2, 4, 8, and 16 where kMaxMTiles allows it).
+template <template <int, typename, int> class CfgOf, int kMaxMTiles, int kBits, typename T, class F>
+const char* dispatch_mtiles(int mtiles, const F& f) {
+  switch (mtiles) {
+    case 1: return f.template operator()<CfgOf<kBits, T, 1>>();
+    case 2: return f.template operator()<CfgOf<kBits, T, 2>>();
+    case 4: return f.template operator()<CfgOf<kBits, T, 4>>();
+    case 8: return f.template operator()<CfgOf<kBits, T, 8>>();
+    case 16:
+      if constexpr (kMaxMTiles >= 16) return f.template operator()<CfgOf<kBits, T, 16>>();
+      break;
+    default: break;
   }
-#define KBIT_CASE_T(BITS) \
-  if (bf16) { KBIT_CASE_M(BITS, __nv_bfloat16) } else { KBIT_CASE_M(BITS, __half) }
+  return "kbit: bad activation tile count";
+}
+template <template <int, typename, int> class CfgOf, int kMaxMTiles, class F>
+const char* dispatch_tiled(int bits, int bf16, int mtiles, const F& f) {
+#define KBIT_CASE_T(BITS)                                                            \
+  case BITS:                                                                         \
+    return bf16 ? dispatch_mtiles<CfgOf, kMaxMTiles, BITS, __nv_bfloat16>(mtiles, f) \
+                : dispatch_mtiles<CfgOf, kMaxMTiles, BITS, __half>(mtiles, f);
   switch (bits) {
-    case 2: KBIT_CASE_T(2)
-    case 3: KBIT_CASE_T(3)
-    case 4: KBIT_CASE_T(4)
-    case 5: KBIT_CASE_T(5)
+    KBIT_CASE_T(2)
+    KBIT_CASE_T(3)
+    KBIT_CASE_T(4)
+    KBIT_CASE_T(5)
     default: return "kbit: bits must be 2..5";
   }
 #undef KBIT_CASE_T
-#undef KBIT_CASE_M
+}
+// The mma.sync tiled kernel's configurations (mtiles 1..8).
+template <class F>
+const char* kbit_dispatch(int bits, int bf16, int mtiles, const F& f) {
+  return dispatch_tiled<KbitCfg, 8>(bits, bf16, mtiles, f);
 }
 
 #if KBIT_HAS_WGMMA
-// Calls f.template operator()<WgmmaCfg<bits, dtype, 8 * mtiles>>() (mtiles 1..16).
+// The wgmma tiled kernel's configurations: BLOCK_M = 8 * mtiles (mtiles 1..16).
+template <int kBits, typename T, int kMTiles>
+using WgmmaCfgM = WgmmaCfg<kBits, T, 8 * kMTiles>;
 template <class F>
 const char* kbit_wgmma_dispatch(int bits, int bf16, int mtiles, const F& f) {
-#define KBIT_WG_M(BITS, TYPE)                                                       \
-  switch (mtiles) {                                                                 \
-    case 1: return f.template operator()<WgmmaCfg<BITS, TYPE, 8>>();                \
-    case 2: return f.template operator()<WgmmaCfg<BITS, TYPE, 16>>();               \
-    case 4: return f.template operator()<WgmmaCfg<BITS, TYPE, 32>>();               \
-    case 8: return f.template operator()<WgmmaCfg<BITS, TYPE, 64>>();               \
-    case 16: return f.template operator()<WgmmaCfg<BITS, TYPE, 128>>();             \
-    default: return "kbit: bad activation tile count";                              \
-  }
-#define KBIT_WG_T(BITS) \
-  if (bf16) { KBIT_WG_M(BITS, __nv_bfloat16) } else { KBIT_WG_M(BITS, __half) }
-  switch (bits) {
-    case 2: KBIT_WG_T(2)
-    case 3: KBIT_WG_T(3)
-    case 4: KBIT_WG_T(4)
-    case 5: KBIT_WG_T(5)
-    default: return "kbit: bits must be 2..5";
-  }
-#undef KBIT_WG_T
-#undef KBIT_WG_M
+  return dispatch_tiled<WgmmaCfgM, 16>(bits, bf16, mtiles, f);
 }
 
 struct WgmmaPlanFn {

@@ -241,7 +241,7 @@ kbit_gemm_tc_kernel(const KbitParams p) {
   const uint8_t* lut_bytes = reinterpret_cast<const uint8_t*>(lut);
   const uint32_t lane_off = uint32_t(lane % Cfg::kCopies) * 4;
   uint32_t rot[5];
-  for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * (lane & 3) - 2 * (b & 3) - (b == 4 ? 8 : 0) - Cfg::kLutShift) & 31u;
+  pair_rotations<Cfg>(rot, lane);
   const uint32_t idesc = sm100::idesc_f16(Elem<T>::kIsBf16, Cfg::BLOCK_N, Cfg::BLOCK_M);
   const T* a = static_cast<const T*>(p.a);
 
