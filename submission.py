@@ -113,6 +113,21 @@ def _decode_cfg_defines() -> str:
     return f"#define KBIT_DECODE_WARPS {w}\n#define KBIT_DECODE_NT {nt}\n#define KBIT_DECODE_STAGES {st}\n" + probe_def
 
 
+def _tuning_defines() -> str:
+    """KBIT_DEFINES="KBIT_NAME=INT,..." overrides compile-time tuning knobs
+    (#ifndef defaults in ptx/, e.g. KBIT_WG128_WARPS) for A/B builds."""
+    spec = os.environ.get("KBIT_DEFINES")
+    if not spec:
+        return ""
+    out = []
+    for item in spec.split(","):
+        name, _, value = item.partition("=")
+        if not re.fullmatch(r"KBIT_[A-Z0-9_]+", name.strip()) or not re.fullmatch(r"-?\d+", value.strip()):
+            raise ValueError(f"KBIT_DEFINES={spec!r}; expected KBIT_NAME=INT[,KBIT_NAME=INT...]")
+        out.append(f"#define {name.strip()} {value.strip()}\n")
+    return "".join(out)
+
+
 def assemble_source(family: str) -> str:
     """The CUDA translation unit of a PTX family (kernels and launchers, no torch)."""
     if family not in FAMILIES:
@@ -120,7 +135,7 @@ def assemble_source(family: str) -> str:
     seen: set = set()
     parts = [f"// kbit module, PTX family {family}: assembled by submission.py from ptx/\n"
              f'#define KBIT_FAMILY "{family}"\n'
-             f"#define KBIT_TCGEN05 {1 if family == 'sm100' else 0}\n" + _decode_cfg_defines(),
+             f"#define KBIT_TCGEN05 {1 if family == 'sm100' else 0}\n" + _decode_cfg_defines() + _tuning_defines(),
              _expand("api.h", seen)]
     parts += [_expand(f, seen) for f in TU_FILES[family]]
     return "\n".join(parts)

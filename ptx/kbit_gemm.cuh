@@ -507,13 +507,14 @@ __device__ __forceinline__ void zero_acc(float (&acc)[Cfg::kNT][Cfg::kMTiles][4]
       for (int q = 0; q < 4; ++q) acc[nt][mt][q] = 0.f;
 }
 
-// Index of the partial-tile element (n_local, m_local) inside a workspace slot.
+// Where thread tid's accumulator quad (nt, mt) sits in a workspace slot. The
+// slot is private to the split-tile protocol (every contributor and the last
+// arriver run the same Cfg, so the same thread holds the same elements), so it
+// is laid out by thread, not by (n, m): a warp's quads are 512 contiguous
+// bytes, added by one vector reduction per quad and read back by 16-byte loads.
 template <class Cfg>
-__device__ __forceinline__ int ws_index(int warp, int lane, int nt, int mt, int q) {
-  const int g = lane >> 2, t = lane & 3;
-  const int n = warp * 16 * Cfg::kNT + nt * 16 + g + (q >> 1) * 8;
-  const int m = mt * 8 + 2 * t + (q & 1);
-  return n * Cfg::BLOCK_M + m;
+__device__ __forceinline__ int ws_quad(int tid, int nt, int mt) {
+  return ((nt * Cfg::kMTiles + mt) * Cfg::kThreads + tid) * 4;
 }
 
 // ---------------------------------------------------------------------------
@@ -641,13 +642,13 @@ __device__ __forceinline__ void finish_tile(const KbitParams& p, const StreamKSh
     store_tile<Cfg>(p, pos, out_scale, warp, lane, [&](int nt, int mt, int q) { return acc[nt][mt][q]; });
     return;
   }
+  const int t = ptx::opaque_int(tid);
   float* ws = p.workspace + size_t(pos.tile) * (Cfg::BLOCK_N * Cfg::BLOCK_M);
 #pragma unroll
   for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll
     for (int mt = 0; mt < Cfg::kMTiles; ++mt)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) atomicAdd(ws + ws_index<Cfg>(warp, lane, nt, mt, q), acc[nt][mt][q]);
+      ptx::red_add_f32x4(ws + ws_quad<Cfg>(t, nt, mt), acc[nt][mt][0], acc[nt][mt][1], acc[nt][mt][2], acc[nt][mt][3]);
   __syncthreads();   // the CTA's workspace adds, before thread 0's release
   if (tid == 0) {
     const int arrived = ptx::atom_add_acq_rel_gpu(p.counters + pos.tile, 1);
@@ -658,13 +659,15 @@ __device__ __forceinline__ void finish_tile(const KbitParams& p, const StreamKSh
 #pragma unroll
     for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll
-      for (int mt = 0; mt < Cfg::kMTiles; ++mt)
+      for (int mt = 0; mt < Cfg::kMTiles; ++mt) {
+        const float4 v = ptx::ld_global_cg_f32x4(ws + ws_quad<Cfg>(t, nt, mt));
+        acc[nt][mt][0] = v.x; acc[nt][mt][1] = v.y; acc[nt][mt][2] = v.z; acc[nt][mt][3] = v.w;
+      }
 #pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          float* w = ws + ws_index<Cfg>(warp, lane, nt, mt, q);
-          acc[nt][mt][q] = ptx::ld_global_cg_f32(w);
-          *w = 0.f;
-        }
+    for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+      for (int mt = 0; mt < Cfg::kMTiles; ++mt)
+        *reinterpret_cast<float4*>(ws + ws_quad<Cfg>(t, nt, mt)) = make_float4(0.f, 0.f, 0.f, 0.f);
     store_tile<Cfg>(p, pos, out_scale, warp, lane, [&](int nt, int mt, int q) { return acc[nt][mt][q]; });
     if (tid == 0) p.counters[pos.tile] = 0;   // ready for the next launch
   }

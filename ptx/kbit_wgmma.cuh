@@ -18,20 +18,22 @@
 //
 // Version log
 //   v1  wgmma m64nNk16 with register A, double-buffered fragments, stream-K.
+//   v2  three warpgroups (BLOCK_N 192) for 128-row tiles; split tiles summed
+//       by vector reductions (kbit_gemm.cuh, finish_tile).
 #pragma once
 
 #include "sm90_wgmma.cuh"
 
 namespace kbit {
 
-// Compile-time configuration. Two warpgroups of 64 weight rows (BLOCK_N = 128);
-// BLOCK_M activation rows (8..128) per tile. The stage puts the activation
+// Compile-time configuration. kWarps / 4 warpgroups of 64 weight rows
+// (BLOCK_N = 16 * kWarps); BLOCK_M activation rows (8..128) per tile. The stage puts the activation
 // tile first: wgmma's swizzled operand needs 1024-byte alignment.
-template <int kBits_, typename T_, int kBlockM_, int kStages_, int kMinBlocks_>
+template <int kBits_, typename T_, int kBlockM_, int kStages_, int kMinBlocks_, int kWarps_ = 8>
 struct WgmmaConfig {
   static constexpr int kBits = kBits_;
   using T = T_;
-  static constexpr int kWarps = 8;
+  static constexpr int kWarps = kWarps_;
   static constexpr int kNT = 1;                      // 16-row weight tiles per warp
   static constexpr int kMTiles = kBlockM_ / 8;       // 8-column groups of the accumulator
   static constexpr int kStages = kStages_;
@@ -61,6 +63,7 @@ struct WgmmaConfig {
   static_assert(kLutBytes <= 32 * 1024, "pair table must stay within static shared memory");
   static_assert(kStages >= 3, "unit u + 1 is dequantized while unit u's MMAs run: three stages at least");
   static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
+  static_assert(kWarps % 4 == 0, "whole warpgroups of 64 weight rows");
 };
 
 // The A fragments of one K-tile for this warp's 16 rows: f[s] feeds k16 step s.

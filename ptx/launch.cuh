@@ -64,11 +64,18 @@ inline int decode_nt(const kbit_api::KbitArgs& a) { return decode_large_layer(a)
 #define KBIT_HAS_WGMMA 0
 #endif
 #if KBIT_HAS_WGMMA
-// wgmma kernel (sm90 family): BLOCK_M activation rows per tile. Two CTAs per
-// SM (<= 128 registers) up to 64 rows; the 128-row tile's 64 accumulators
-// need more registers, so one CTA per SM with a deeper ring (stages of 7-22 KB).
+#ifndef KBIT_WG128_WARPS
+#define KBIT_WG128_WARPS 12
+#endif
+// wgmma kernel (sm90 family): BLOCK_M activation rows per tile. Two CTAs of
+// 8 warps per SM (<= 128 registers) up to 64 rows; the 128-row tile's 64
+// accumulators need more registers, so one CTA per SM with a deeper ring, of
+// 12 warps (three warpgroups, BLOCK_N = 192, <= 168 registers). H100, graph
+// time, Llama-3-70B M = 128 gate/up and down: 8 warps 214 / 200 us, 12 warps
+// 207 / 190, 16 warps (128 registers: spills) 234 / 214 (docs/results.md v12).
 template <int kBits, typename T, int kBlockM>
-using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, (kBlockM >= 128 ? 6 : kBlockM >= 64 ? 4 : 6), (kBlockM >= 128 ? 1 : 2)>;
+using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, (kBlockM >= 128 ? 6 : kBlockM >= 64 ? 4 : 6), (kBlockM >= 128 ? 1 : 2),
+                             (kBlockM >= 128 ? KBIT_WG128_WARPS : 8)>;
 // Shape rule, by measurement (H100, graph time, docs/results.md v11): the
 // wgmma kernel where an expert has more than 16 rows (Llama-3-70B down M = 64:
 // 141 vs 167 us with mma.sync, M = 128: 199 vs 307), and at 9..16 rows on

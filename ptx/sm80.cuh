@@ -112,6 +112,23 @@ __device__ __forceinline__ float ld_global_cg_f32(const float* p) {
   return v;
 }
 
+// Four consecutive floats (16-byte aligned), L2 only.
+__device__ __forceinline__ float4 ld_global_cg_f32x4(const float* p) {
+  float4 v;
+  asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));
+  return v;
+}
+#ifndef KBIT_HAS_VEC_RED
+// Fire-and-forget adds of four consecutive floats (16-byte aligned): four
+// scalar reductions here; the sm90 family has one vector reduction for them.
+__device__ __forceinline__ void red_add_f32x4(float* p, float a, float b, float c, float d) {
+  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(a) : "memory");
+  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p + 1), "f"(b) : "memory");
+  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p + 2), "f"(c) : "memory");
+  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p + 3), "f"(d) : "memory");
+}
+#endif
+
 // ---- split-tile arrival counter (PTX ISA 9.7.13.5 atom, memory model 8) -------
 // One thread of a warp (or CTA) counts the group in after a warp (CTA) barrier:
 // the barrier orders the group's workspace writes before this thread's release,

@@ -8,8 +8,10 @@
 // 1-2 KB stages (docs/results.md v9).
 #pragma once
 
-// This family (and those built on it) has the bulk-copy engine.
+// This family (and those built on it) has the bulk-copy engine, and vector
+// reductions on global memory.
 #define KBIT_HAS_BULK_COPY 1
+#define KBIT_HAS_VEC_RED 1
 
 #include "sm80.cuh"
 
@@ -23,6 +25,13 @@ namespace ptx {
 __device__ __forceinline__ void cp_async_bulk_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t mbar) {
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
                ::"r"(dst), "l"(src), "r"(bytes), "r"(mbar) : "memory");
+}
+
+// ---- vector reduction (PTX ISA 9.7.13.6 red, .v4.f32: sm_90) -------------------
+// Adds four consecutive floats (16-byte aligned) in one L2 operation
+// (REDG.E.ADD.F32x4; like the scalar float reduction it flushes denormals).
+__device__ __forceinline__ void red_add_f32x4(float* p, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
 
 // ---- mbarrier (PTX ISA 9.7.13.15) ------------------------------------------------

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: build, GPU tests, sanitizers, host overhead, ncu, benchmarks.
-# Usage (repo root on the GPU machine): STEPS="build tests sanitize host ncu bench bench_tiled ab" \
+# Usage (repo root on the GPU machine): STEPS="build tests sanitize|memcheck|racecheck host ncu bench bench_tiled variants ab" \
 #   BENCH='regex' BENCH_TILED='regex' NCU='case1 case2' ROUNDS=n bash scripts/device_run.sh [extra eval/run.py args]
 # ab: BENCH in this tree and in build/old (an older tree carried to the device,
 # e.g. `git archive <commit> | tar -x -C build/old`), alternating, ROUNDS times.
@@ -20,10 +20,13 @@ if has tests; then
   python3 -m pytest -q -x tests/test_gpu_wrappers.py tests/test_gpu_kernels.py 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -4
   python3 eval/run.py --mode test > "$OUT/tests.txt" 2>&1; grep -E "FAIL|^tests" "$OUT/tests.txt" | tail -5
 fi
-if has sanitize; then
-  compute-sanitizer --tool memcheck --error-exitcode 9 python3 scripts/sanitize_cases.py > "$OUT/memcheck.txt" 2>&1; echo "memcheck rc=$? $(tail -1 "$OUT/memcheck.txt")"
-  compute-sanitizer --tool racecheck --error-exitcode 9 python3 scripts/sanitize_cases.py > "$OUT/racecheck.txt" 2>&1; echo "racecheck rc=$? $(tail -1 "$OUT/racecheck.txt")"
-fi
+# sanitize = memcheck + racecheck (~9 min together on an H100); SANITIZE_KERNELS trims the case list.
+for tool in memcheck racecheck; do
+  if has sanitize || has $tool; then
+    compute-sanitizer --tool $tool --error-exitcode 9 python3 scripts/sanitize_cases.py > "$OUT/$tool.txt" 2>&1
+    echo "$tool rc=$? $(tail -1 "$OUT/$tool.txt")"
+  fi
+done
 if has host; then python3 scripts/host_overhead.py 2>&1 | tee "$OUT/host.txt"; fi
 if has ncu; then
   for c in ${NCU:-}; do
@@ -42,6 +45,38 @@ if has bench_tiled; then
   KBIT_KERNEL=tiled python3 eval/run.py --mode benchmark ${BENCH_TILED:+--filter "$BENCH_TILED"} \
     --json "$OUT/bench_tiled.json" "$@" > "$OUT/bench_tiled.txt" 2>&1
   grep -E "^  (pass|FAIL)|benchmarks:" "$OUT/bench_tiled.txt" | cut -c1-130
+fi
+# Variants of this tree: VARIANTS="ENV=V ENV2=V2;ENV=V3;..." (environment
+# assignments per variant, e.g. KBIT_KERNEL=wgmma, or compile-time knobs
+# through KBIT_DEFINES=KBIT_X=1,KBIT_Y=2, see submission.py): built in
+# parallel (builds of the same source share one locked directory), then BENCH
+# for each, ROUNDS times.
+if has variants; then
+  IFS=';' read -r -a vs <<< "${VARIANTS:-}"
+  for i in "${!vs[@]}"; do
+    env ${vs[$i]} python3 -c "import torch, submission as S; S._module_for(torch.device('cuda'))" > "$OUT/vbuild$i.txt" 2>&1 &
+  done
+  wait; echo "variants built"
+  for r in $(seq "${ROUNDS:-1}"); do
+    for i in "${!vs[@]}"; do
+      env ${vs[$i]} python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/v${i}_$r.json" "$@" > "$OUT/v${i}_$r.txt" 2>&1
+    done
+  done
+  python3 - "$OUT" "${ROUNDS:-1}" "${VARIANTS:-}" <<'PY'
+import json, sys
+out, rounds, vs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(";")
+def load(f):
+    return {x["name"]: x for x in json.load(open(f"{out}/{f}")) if x.get("kind") == "benchmark"}
+for i, v in enumerate(vs):
+    print(f"v{i}: {v}")
+for r in range(1, rounds + 1):
+    runs = [load(f"v{i}_{r}.json") for i in range(len(vs))]
+    print(f"round {r}: {'case':34s} " + " ".join(f"{'v%d' % i:>8s}" for i in range(len(vs))) + f" {'SOL':>7s} {'cuBLAS':>8s}")
+    for n, a in runs[0].items():
+        c = (a.get("baselines_graph") or {}).get("cublas", 0)
+        ts = " ".join(f"{x.get(n, {}).get('graph_us', 0):8.2f}" + ("" if x.get(n, {}).get("ok") else "!") for x in runs)
+        print(f"         {n:34s} {ts} {a['sol_us']:7.2f} {c:8.2f}")
+PY
 fi
 # A/B against build/old: both trees in one call, alternating (each builds in its own directory).
 if has ab; then

@@ -2,7 +2,10 @@
 racecheck): every k, both dtypes, partial tiles, split tiles, grouped with
 empty experts, M = 1 .. 300 (each with the mma.sync tiled kernel, the decode kernel's two warp tiles
 and, in the sm90 family, the wgmma tiled kernel with its 128-row tiles at M = 300), and nvfp4 with
-plain and blocked scales."""
+plain and blocked scales.
+
+SANITIZE_KERNELS (space-separated, "auto" for the choice by shape) limits the
+kernel list, e.g. to the kernels a change touched when the device time is short."""
 import os
 import sys
 from pathlib import Path
@@ -19,13 +22,14 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          dict(m=64, n=264, k=4096, bits=4, dtype="float16", experts=64),
          dict(m=3, n=2048, k=8192, bits=5, dtype="float16")]
 bad = 0
-for kernel in ("", "tiled", "decode", "decode64", "wgmma"):   # the choice by shape, then each kernel / tile everywhere
-    os.environ["KBIT_KERNEL"] = kernel
+KERNELS = os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma").split()
+for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhere
+    os.environ["KBIT_KERNEL"] = "" if kernel == "auto" else kernel
     for spec in CASES:
         d = R.generate_input("kbit_gemm", seed=1, device="cuda", **spec)
         ok, msg = R.check_implementation(d, S.custom_kernel(R.KbitGemmInput(*(t.clone() for t in d))))
         bad += not ok
-        print(kernel or "auto", spec, ok, msg)
+        print(kernel, spec, ok, msg)
 os.environ.pop("KBIT_KERNEL")
 for m, k, l in ((128, 256, 1), (384, 7168, 2), (77, 1536, 3), (100, 2048, 2)):   # k % 2048 == 0: two-chunk elements
     d = R.generate_input("nvfp4_gemv", m=m, k=k, l=l, seed=1, device="cuda")
