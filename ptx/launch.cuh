@@ -76,15 +76,16 @@ inline int decode_nt(const kbit_api::KbitArgs& a) { return decode_large_layer(a)
 template <int kBits, typename T, int kBlockM>
 using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, (kBlockM >= 128 ? 6 : kBlockM >= 64 ? 4 : 6), (kBlockM >= 128 ? 1 : 2),
                              (kBlockM >= 128 ? KBIT_WG128_WARPS : 8)>;
-// Shape rule, by measurement (H100, graph time, docs/results.md v11): the
-// wgmma kernel where an expert has more than 16 rows (Llama-3-70B down M = 64:
-// 141 vs 167 us with mma.sync, M = 128: 199 vs 307), and at 9..16 rows on
-// layers under 2^25 weights (Qwen3 gate/up M = 16: 13.6 vs 16.5 us). At 9..16
-// rows on larger layers the mma.sync kernel was faster (Llama-3-70B M = 16:
-// 90-94 vs 108-115 us, measured before the epilogue fix of v11). 128-row
-// tiles (one CTA per SM) only on layers of at least 2^27 weights (70B gate/up
-// M = 128: 278 vs 312 us with 64-row tiles; 8B gate/up: 144 vs 130 us, so
-// 64-row tiles there; both before the epilogue fix).
+// Shape rule, by measurement (H100, graph time; docs/results.md v12, with
+// each kernel forced in the same call): the wgmma kernel where an expert has
+// more than 16 rows (Llama-3-70B gate/up M = 128: 177 vs 300 us with
+// mma.sync), and at 9..16 rows on layers under 2^25 weights, where the two
+// are level (Qwen3 M = 16: 7.8-12.7 us either way). At 9..16 rows on larger
+// layers mma.sync is faster (Llama-3-70B M = 16: 82 vs 106 us; 8B: 28 vs 33).
+// 128-row tiles (one CTA per SM) where an expert has more than 64 rows on
+// layers of at least 2^25 weights (Llama-3-8B gate/up M = 128: 59 vs 74 us
+// with 64-row tiles, down 55 vs 70); on the Qwen3 layers (< 2^24) 64-row
+// tiles (gate/up 24 vs 29 us, kv 13 vs 18).
 inline bool wgmma_kernel_pays(const kbit_api::KbitArgs& a, int mtiles) {
   return mtiles >= 4 || (mtiles == 2 && (long long)a.N * a.K < (1ll << 25));
 }
@@ -94,7 +95,7 @@ inline bool wgmma_kernel_pays(const kbit_api::KbitArgs& a, int mtiles) {
 inline int wgmma_mtiles(const kbit_api::KbitArgs& a, int mtiles) {
   const int active = a.E < a.M ? a.E : a.M;
   const int rows = cdiv(a.M, active > 0 ? active : 1);
-  const bool large = a.kernel == 4 || (long long)a.N * a.K >= (1ll << 27);
+  const bool large = a.kernel == 4 || (long long)a.N * a.K >= (1ll << 25);
   return mtiles == 8 && rows > 64 && large ? 16 : mtiles;
 }
 #endif
