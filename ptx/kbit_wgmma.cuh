@@ -15,16 +15,32 @@
 // * wgmma runs asynchronously: while the MMAs of unit u run, the warp waits
 //   for unit u + 1's copies and dequantizes it into a second fragment set.
 //   The E4M4 scale is multiplied into the fragments (one accumulator set).
+// * The copies are the copy engine's: one thread issues a stage as three
+//   instructions (the activation box through a tensor map, which also writes
+//   the 128-byte swizzle and zero-fills rows past M and columns past K; the
+//   plane words and scale bytes as 1-D bulk copies) and the stage's mbarrier
+//   counts their bytes. The other threads issue no copies and compute no
+//   addresses (the mma.sync kernel's cp.async producer costs every thread
+//   ~55 instructions per K-tile).
 //
 // Version log
 //   v1  wgmma m64nNk16 with register A, double-buffered fragments, stream-K.
 //   v2  three warpgroups (BLOCK_N 192) for 128-row tiles; split tiles summed
 //       by vector reductions (kbit_gemm.cuh, finish_tile).
+//   v3  stages filled by TMA / bulk copies from one thread, mbarrier per stage.
 #pragma once
+
+#include <cuda.h>   // CUtensorMap (the type only; the host encodes it through the runtime's driver entry point)
 
 #include "sm90_wgmma.cuh"
 
 namespace kbit {
+
+// The tiled kernels' parameters plus the activations' tensor map: [M, K] of T,
+// box kTileK x BLOCK_M, 128-byte swizzle (encoded per launch, launch.cuh).
+struct WgmmaParams : KbitParams {
+  CUtensorMap a_map;
+};
 
 // Compile-time configuration. kWarps / 4 warpgroups of 64 weight rows
 // (BLOCK_N = 16 * kWarps); BLOCK_M activation rows (8..128) per tile. The stage puts the activation
@@ -82,6 +98,62 @@ __device__ __forceinline__ void dequant_ktile(uint32_t (&f)[4][4], const uint8_t
   }
 }
 
+// The copy side of the ring, on the copy engine. Warp 0 runs it (the same
+// share walk as the cp.async Producer); its lane 0 issues a stage: the
+// activation box {kt * 64, row0} through the tensor map, and the plane words
+// and scale bytes of the tile's rows that exist in memory (N_pad) as 1-D bulk
+// copies. Rows past N_pad keep a slot's old (finite) words: they only feed
+// output rows past N, which are never stored.
+template <class Cfg>
+struct TmaProducer {
+  int ld_u, kt;
+  TilePos ld_pos;
+  const char* w_src;
+  const char* s_src;
+  uint32_t w_bytes;   // plane words of the rows in memory; the scales are w_bytes / (4 * kBits)
+
+  __device__ __forceinline__ void seek(const KbitParams& p, int kt0) {
+    const KbitLayout& L = p.layout;
+    kt = kt0;
+    w_src = reinterpret_cast<const char*>(p.b_packed + L.packed_row(ld_pos.expert, kt0, ld_pos.n0));
+    s_src = reinterpret_cast<const char*>(p.b_absmax + L.absmax_row(ld_pos.expert, kt0, ld_pos.n0));
+    w_bytes = uint32_t(min(Cfg::BLOCK_N, L.n_pad - ld_pos.n0)) * (8 * Cfg::kBits);
+  }
+  __device__ __forceinline__ void start(const KbitParams& p, const StreamKShare& sh, const int* slot_start) {
+    ld_u = sh.u_begin;
+    ld_pos = locate_tile<Cfg>(sh.u_begin / sh.k_tiles, sh.S, slot_start, p.offsets, p.E);
+    seek(p, sh.u_begin % sh.k_tiles);
+  }
+  // Fill the stage at shared address `stage` (its mbarrier `full`) with the
+  // next unit of the share, if any. Called by all of warp 0.
+  __device__ __forceinline__ void produce(uint32_t stage, uint32_t full, const WgmmaParams& p,
+                                          const StreamKShare& sh, const int* slot_start, int lane) {
+    if (ld_u >= sh.u_end) return;
+    if (lane == 0) {
+      const uint32_t s_bytes = w_bytes / (4 * Cfg::kBits);
+      // The slot's previous contents were read through the generic proxy
+      // (dequantization loads, before the CTA barrier); the copies write
+      // through the async proxy.
+      ptx::fence_proxy_async_smem();
+      ptx::mbarrier_arrive_expect_tx(full, Cfg::kABytes + w_bytes + s_bytes);
+      ptx::cp_async_bulk_tensor_2d_g2s(stage + Cfg::kAOff, &p.a_map, kt * kTileK, ld_pos.row0, full);
+      ptx::cp_async_bulk_g2s(stage + Cfg::kWOff, w_src, w_bytes, full);
+      ptx::cp_async_bulk_g2s(stage + Cfg::kSOff, s_src, s_bytes, full);
+    }
+    if (++ld_u < sh.u_end) {
+      if (kt + 1 == sh.k_tiles) {
+        ld_pos = locate_tile<Cfg>(ld_pos.tile + 1, sh.S, slot_start, p.offsets, p.E);
+        seek(p, 0);
+      } else {
+        const KbitLayout& L = p.layout;
+        ++kt;
+        w_src += size_t(L.n_pad) * 8 * Cfg::kBits;
+        s_src += size_t(L.n_pad) * 2;
+      }
+    }
+  }
+};
+
 // Issues the MMAs of one K-tile: acc (+)= W_frag * A_stage^T. `accumulate` = 0
 // overwrites the accumulators at the first k16 step (a tile's first unit).
 template <class Cfg>
@@ -101,17 +173,24 @@ __device__ __forceinline__ void wgmma_ktile(float (&acc)[1][Cfg::kMTiles][4], co
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
-kbit_wgmma_kernel(const KbitParams p) {
+kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   __shared__ __align__(128) uint32_t lut[Cfg::kLutBytes / 4];
   __shared__ float e4m4[256];
   __shared__ float cb_s[32];
   __shared__ int scratch[32];
+  __shared__ __align__(8) uint64_t full_bar[Cfg::kStages];   // stage s's copies have landed
   extern __shared__ __align__(128) uint8_t kbit_smem[];
   int* slot_start = reinterpret_cast<int*>(kbit_smem);
   const uint32_t ring_s = (ptx::smem_u32(kbit_smem + cdiv((p.E + 1) * 4, 128) * 128) + 1023u) & ~1023u;
   uint8_t* ring = kbit_smem + (ring_s - ptx::smem_u32(kbit_smem));
+  const uint32_t bar_s = ptx::smem_u32(full_bar);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  if (tid == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) ptx::mbarrier_init(bar_s + 8 * s, 1);
+    ptx::fence_mbarrier_init();
+  }
+  // (build_tables ends with a CTA barrier: the barriers are initialized for all.)
   const float cb_max = build_tables<Cfg>(lut, e4m4, cb_s, scratch, slot_start, p, tid);
   if (cb_max < 0.f) return;
 
@@ -123,13 +202,20 @@ kbit_wgmma_kernel(const KbitParams p) {
   uint32_t rot[5];
   pair_rotations<Cfg>(rot, lane);
   // ---- prologue: fill kStages - 1 slots, dequantize the first unit -------------
-  Producer<Cfg> prod;
-  prod.start(p, sh, slot_start, tid);
+  TmaProducer<Cfg> prod;
+  if (warp == 0) {
+    prod.start(p, sh, slot_start);
 #pragma unroll
-  for (int s = 0; s < Cfg::kStages - 1; ++s) prod.produce(ring + s * Cfg::kStageBytes, p, sh, slot_start, tid);
-  ptx::cp_async_wait<Cfg::kStages - 2>();
-  ptx::fence_proxy_async_smem();   // the copies, before wgmma reads them
-  __syncthreads();
+    for (int s = 0; s < Cfg::kStages - 1; ++s)
+      prod.produce(ring_s + s * Cfg::kStageBytes, bar_s + 8 * s, p, sh, slot_start, lane);
+  }
+  // Parity of each stage's next completion (bit s).
+  uint32_t phases = 0;
+  auto wait_full = [&](int s) {
+    ptx::mbarrier_wait_parity(bar_s + 8 * s, (phases >> s) & 1u);
+    phases ^= 1u << s;
+  };
+  wait_full(0);
 
   uint32_t fa[4][4], fb[4][4];
   dequant_ktile<Cfg>(fa, ring, lut_bytes, lane_off, e4m4, rot, warp, lane);
@@ -151,12 +237,11 @@ kbit_wgmma_kernel(const KbitParams p) {
     const int prev = slot == 0 ? Cfg::kStages - 1 : slot - 1;
     slot = next_slot(slot);
     if (u + 1 < sh.u_end) {
-      // Groups committed: kStages - 1 + (u - u_begin); unit u + 1's is number u - u_begin + 1.
-      ptx::cp_async_wait<Cfg::kStages - 3>();
-      ptx::fence_proxy_async_smem();
       ptx::wgmma_wait<1>();   // this warp's MMAs of unit u - 1 are done
-      __syncthreads();        // ... every warp's: slot u - 1 may be refilled; slot u + 1 is visible
-      prod.produce(ring + prev * Cfg::kStageBytes, p, sh, slot_start, tid);
+      __syncthreads();        // ... every warp's, and its reads of slot u - 1: it may be refilled
+      if (warp == 0)
+        prod.produce(ring_s + prev * Cfg::kStageBytes, bar_s + 8 * prev, p, sh, slot_start, lane);
+      wait_full(slot);        // unit u + 1's copies
       dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, warp, lane);
     }
     if (++kt < sh.k_tiles && u + 1 < sh.u_end) return;
@@ -175,7 +260,6 @@ kbit_wgmma_kernel(const KbitParams p) {
   // (The last step waited already; without this ptxas cannot prove that no
   // MMA is pending at the exit and serializes every wgmma of the loop.)
   ptx::wgmma_wait<0>();
-  ptx::cp_async_wait<0>();
 }
 
 }  // namespace kbit

@@ -323,6 +323,36 @@ struct WgmmaPlanFn {
     return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_wgmma_kernel<Cfg>), a, device, plan);
   }
 };
+// The activations [M, K] as a tensor map for the wgmma kernel's stage copies:
+// box kTileK x block_m, 128-byte swizzle (the layout its descriptors read),
+// zero fill outside the tensor. The bindings have checked that `a` is 16-byte
+// aligned and K % 32 == 0 (rows a multiple of 16 bytes), as the map requires.
+// The encoder is a host function of the driver (no GPU work, no
+// synchronization); its entry point is looked up once.
+inline const char* encode_a_map(CUtensorMap* map, const kbit_api::KbitArgs& a, int block_m) {
+  using Encode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                              const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                              CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static Encode encode = nullptr;
+  if (encode == nullptr) {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess || found != cudaDriverEntryPointSuccess || fn == nullptr)
+      return "kbit: the driver has no cuTensorMapEncodeTiled (CUDA 12 or newer needed)";
+    encode = reinterpret_cast<Encode>(fn);
+  }
+  const cuuint64_t dims[2] = {cuuint64_t(a.K), cuuint64_t(a.M)};
+  const cuuint64_t row_bytes[1] = {cuuint64_t(a.K) * 2};
+  const cuuint32_t box[2] = {cuuint32_t(kTileK), cuuint32_t(block_m)};
+  const cuuint32_t step[2] = {1, 1};
+  const CUresult r = encode(map, a.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 2,
+                            const_cast<void*>(a.a), dims, row_bytes, box, step, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS ? nullptr : "kbit: cuTensorMapEncodeTiled rejected the activation tensor";
+}
+
 struct WgmmaRunFn {
   const kbit_api::KbitArgs& a;
   const kbit_api::KbitPlan& plan;
@@ -330,7 +360,10 @@ struct WgmmaRunFn {
   int32_t* counters;
   cudaStream_t stream;
   template <class Cfg> const char* operator()() const {
-    return kbit_launch<Cfg>(&kbit_wgmma_kernel<Cfg>, kbit_params(a, plan, ws, counters), a, plan, stream);
+    WgmmaParams p;
+    static_cast<KbitParams&>(p) = kbit_params(a, plan, ws, counters);
+    if (const char* err = encode_a_map(&p.a_map, a, Cfg::BLOCK_M)) return err;
+    return kbit_launch<Cfg>(&kbit_wgmma_kernel<Cfg>, p, a, plan, stream);
   }
 };
 #endif

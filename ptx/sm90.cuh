@@ -27,6 +27,18 @@ __device__ __forceinline__ void cp_async_bulk_g2s(uint32_t dst, const void* src,
                ::"r"(dst), "l"(src), "r"(bytes), "r"(mbar) : "memory");
 }
 
+// Tensor copy (TMA, PTX ISA 9.7.9.25.5.1 cp.async.bulk.tensor): the 2-D box
+// at coordinates {c0 (innermost), c1} of the tensor map `tmap` (a
+// __grid_constant__ kernel parameter, or global memory) -> shared memory at
+// dst, in the map's swizzle; elements outside the tensor are zero-filled;
+// completion adds the box's bytes to the mbarrier's transaction count.
+__device__ __forceinline__ void cp_async_bulk_tensor_2d_g2s(uint32_t dst, const void* tmap, int c0, int c1,
+                                                            uint32_t mbar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+      ::"r"(dst), "l"(tmap), "r"(c0), "r"(c1), "r"(mbar) : "memory");
+}
+
 // ---- vector reduction (PTX ISA 9.7.13.6 red, .v4.f32: sm_90) -------------------
 // Adds four consecutive floats (16-byte aligned) in one L2 operation
 // (REDG.E.ADD.F32x4; like the scalar float reduction it flushes denormals).
