@@ -74,7 +74,8 @@ for r in range(1, rounds + 1):
     print(f"round {r}: {'case':34s} " + " ".join(f"{'v%d' % i:>8s}" for i in range(len(vs))) + f" {'SOL':>7s} {'cuBLAS':>8s}")
     for n, a in runs[0].items():
         c = (a.get("baselines_graph") or {}).get("cublas", 0)
-        ts = " ".join(f"{x.get(n, {}).get('graph_us', 0):8.2f}" + ("" if x.get(n, {}).get("ok") else "!") for x in runs)
+        ts = " ".join(f"{x.get(n, {}).get('graph_us') or float('nan'):8.2f}" + ("" if x.get(n, {}).get("ok") else "!")
+                      for x in runs)   # nan!: the variant failed (build or check), see its v*_r.txt
         print(f"         {n:34s} {ts} {a['sol_us']:7.2f} {c:8.2f}")
 PY
 fi
