@@ -185,3 +185,18 @@ def test_env_reads_follow_changes(monkeypatch):
     assert S._kbit_path(None, "sm90", None) == 2
     monkeypatch.setenv("KBIT_KERNEL", "wgmma")
     assert S._kbit_path(None, "sm90", None) == 5
+
+
+def test_tuning_defines(monkeypatch):
+    """KBIT_DEFINES (A/B builds of compile-time knobs) reaches the translation
+    unit as #defines ahead of the ptx/ files, and a malformed value is a clear
+    error, not a silently different build."""
+    monkeypatch.delenv("KBIT_DEFINES", raising=False)
+    assert "KBIT_WG128_WARPS" not in S.assemble_source("sm90").split("// ---- ptx/api.h")[0]
+    monkeypatch.setenv("KBIT_DEFINES", "KBIT_WG128_WARPS=8, KBIT_DECODE_STAGES=3")
+    head = S.assemble_source("sm90").split("// ---- ptx/api.h")[0]
+    assert "#define KBIT_WG128_WARPS 8\n" in head and "#define KBIT_DECODE_STAGES 3\n" in head
+    for bad in ("WG128_WARPS=8", "KBIT_WG128_WARPS=eight", "KBIT_WG128_WARPS", "KBIT_X=1;rm -rf /"):
+        monkeypatch.setenv("KBIT_DEFINES", bad)
+        with pytest.raises(ValueError, match="KBIT_DEFINES"):
+            S.assemble_source("sm90")
