@@ -99,33 +99,31 @@ def _expand(name: str, seen: set) -> str:
     return "\n".join(out) + "\n"
 
 
-def _decode_cfg_defines() -> str:
+def _knob_defines() -> str:
+    """Compile-time knobs from the environment, as #defines ahead of the ptx/
+    files (which hold their #ifndef defaults), for A/B builds:
+    KBIT_DECODE_CFG="W,NT,STAGES[,PROBE]" sets the decode kernel's
+    KBIT_DECODE_WARPS / _NT / _STAGES / _PROBE; KBIT_DEFINES="KBIT_NAME=INT,..."
+    sets any knob (e.g. KBIT_WG128_WARPS) and wins over KBIT_DECODE_CFG."""
+    knobs: dict = {}
     cfg = os.environ.get("KBIT_DECODE_CFG")
-    if not cfg:
-        return ""
-    try:
-        w, nt, st, *probe = (int(x) for x in cfg.split(","))
-        if len(probe) > 1:
-            raise ValueError
-    except ValueError:
-        raise ValueError(f"KBIT_DECODE_CFG={cfg!r}; expected W,NT,STAGES[,PROBE] (integers)") from None
-    probe_def = f"#define KBIT_DECODE_PROBE {probe[0]}\n" if probe else ""
-    return f"#define KBIT_DECODE_WARPS {w}\n#define KBIT_DECODE_NT {nt}\n#define KBIT_DECODE_STAGES {st}\n" + probe_def
-
-
-def _tuning_defines() -> str:
-    """KBIT_DEFINES="KBIT_NAME=INT,..." overrides compile-time tuning knobs
-    (#ifndef defaults in ptx/, e.g. KBIT_WG128_WARPS) for A/B builds."""
+    if cfg:
+        try:
+            w, nt, st, *probe = (int(x) for x in cfg.split(","))
+            if len(probe) > 1:
+                raise ValueError
+        except ValueError:
+            raise ValueError(f"KBIT_DECODE_CFG={cfg!r}; expected W,NT,STAGES[,PROBE] (integers)") from None
+        knobs.update(KBIT_DECODE_WARPS=w, KBIT_DECODE_NT=nt, KBIT_DECODE_STAGES=st)
+        if probe:
+            knobs["KBIT_DECODE_PROBE"] = probe[0]
     spec = os.environ.get("KBIT_DEFINES")
-    if not spec:
-        return ""
-    out = []
-    for item in spec.split(","):
-        name, _, value = item.partition("=")
-        if not re.fullmatch(r"KBIT_[A-Z0-9_]+", name.strip()) or not re.fullmatch(r"-?\d+", value.strip()):
+    for item in spec.split(",") if spec else ():
+        name, _, value = (x.strip() for x in item.partition("="))
+        if not re.fullmatch(r"KBIT_[A-Z0-9_]+", name) or not re.fullmatch(r"-?\d+", value):
             raise ValueError(f"KBIT_DEFINES={spec!r}; expected KBIT_NAME=INT[,KBIT_NAME=INT...]")
-        out.append(f"#define {name.strip()} {value.strip()}\n")
-    return "".join(out)
+        knobs[name] = int(value)
+    return "".join(f"#define {k} {v}\n" for k, v in knobs.items())
 
 
 def assemble_source(family: str) -> str:
@@ -135,7 +133,7 @@ def assemble_source(family: str) -> str:
     seen: set = set()
     parts = [f"// kbit module, PTX family {family}: assembled by submission.py from ptx/\n"
              f'#define KBIT_FAMILY "{family}"\n'
-             f"#define KBIT_TCGEN05 {1 if family == 'sm100' else 0}\n" + _decode_cfg_defines() + _tuning_defines(),
+             f"#define KBIT_TCGEN05 {1 if family == 'sm100' else 0}\n" + _knob_defines(),
              _expand("api.h", seen)]
     parts += [_expand(f, seen) for f in TU_FILES[family]]
     return "\n".join(parts)

@@ -221,25 +221,13 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint
 // (below) moves a unit's plane words and scale bytes into a stage.
 // ---------------------------------------------------------------------------
 template <class Cfg>
-struct WarpCursor {
-  const char* w_src;      // plane words of the tile's rows at K-tile kt
-  const char* s_src;      // scale bytes
+struct WarpCursor : WeightCursor<Cfg> {   // plane words and scale bytes of the tile's rows at K-tile kt
   int w_limit;            // bytes of the stage's plane words that exist in memory
-  int kt;
 
   __device__ __forceinline__ void start(const KbitParams& p, const TilePos& pos, int kt0) {
-    const KbitLayout& L = p.layout;
-    kt = kt0;
-    w_src = reinterpret_cast<const char*>(p.b_packed + L.packed_row(pos.expert, kt0, pos.n0));
-    s_src = reinterpret_cast<const char*>(p.b_absmax + L.absmax_row(pos.expert, kt0, pos.n0));
-    w_limit = min(Cfg::BLOCK_N, L.n_pad - pos.n0) * 8 * Cfg::kBits;   // rows: a multiple of 8
+    w_limit = this->seek(p, pos, kt0) * 8 * Cfg::kBits;   // rows: a multiple of 8
   }
-
-  __device__ __forceinline__ void advance(const KbitParams& p) {
-    ++kt;
-    w_src += size_t(p.layout.n_pad) * 8 * Cfg::kBits;
-    s_src += size_t(p.layout.n_pad) * 2;
-  }
+  __device__ __forceinline__ void advance(const KbitParams& p) { this->next_k(p); }
   // Scale bytes of the rows that exist (a multiple of 16: rows come in 8s).
   __device__ __forceinline__ int s_limit() const { return w_limit / (4 * Cfg::kBits); }
 };

@@ -215,29 +215,52 @@ __device__ __forceinline__ TilePos locate_tile(int tile, int S, const int* slot_
 // ---------------------------------------------------------------------------
 // Stage: load one K-tile of one tile into a ring slot (whole CTA, cp.async).
 // ---------------------------------------------------------------------------
-// The producer's position: this thread's source pointers and predicates for
-// the current tile, advanced by a constant stride per K-tile (the layout's
-// K-tiles of one expert are N_pad rows apart; the activations 64 elements).
+// The weight side of a producer's position: the plane words and scale bytes
+// of the tile's row block n0 at K-tile kt, advanced by a constant stride per
+// K-tile (the layout's K-tiles of one expert are N_pad rows apart).
 template <class Cfg>
-struct LoadCursor {
+struct WeightCursor {
+  const char* w_src;      // plane words (byte pointer)
+  const char* s_src;      // scale bytes
+  int kt;
+
+  // Points at K-tile kt0 of the tile at pos; returns how many of its BLOCK_N
+  // rows exist in memory (fewer than BLOCK_N in the last n-block only).
+  __device__ __forceinline__ int seek(const KbitParams& p, const TilePos& pos, int kt0) {
+    const KbitLayout& L = p.layout;
+    kt = kt0;
+    w_src = reinterpret_cast<const char*>(p.b_packed + L.packed_row(pos.expert, kt0, pos.n0));
+    s_src = reinterpret_cast<const char*>(p.b_absmax + L.absmax_row(pos.expert, kt0, pos.n0));
+    return min(Cfg::BLOCK_N, L.n_pad - pos.n0);
+  }
+  __device__ __forceinline__ void next_k(const KbitParams& p) {
+    const KbitLayout& L = p.layout;
+    ++kt;
+    w_src += size_t(L.n_pad) * 8 * Cfg::kBits;
+    s_src += size_t(L.n_pad) * 2;
+  }
+};
+
+// The cp.async producer's position: the weight cursor plus this thread's
+// activation sources and predicates for the current tile (the activations
+// advance 64 elements per K-tile). Every thread copies its 16-byte chunks.
+template <class Cfg>
+struct LoadCursor : WeightCursor<Cfg> {
+  static constexpr bool kCommitGroups = true;   // one cp.async group per stage
   static constexpr int kWChunks = cdiv(Cfg::kWBytes / 16, Cfg::kThreads);   // per thread
   static constexpr int kAChunks = cdiv(Cfg::BLOCK_M * 8, Cfg::kThreads);
-  const char* w_src;      // plane words of row block n0 at K-tile kt (byte pointer)
-  const char* s_src;      // scale bytes
+  using WeightCursor<Cfg>::w_src;
+  using WeightCursor<Cfg>::s_src;
+  using WeightCursor<Cfg>::kt;
   const char* a_src[kAChunks];
   uint32_t w_ok;          // bit i: weight chunk i of this thread exists in memory
   bool s_ok;
   uint32_t a_ok;          // bit i: activation chunk i lies in a valid row
   int a_ch[kAChunks];     // its 16-byte column chunk (0..7)
-  int kt;
 
   __device__ __forceinline__ void start(const KbitParams& p, const TilePos& pos, int kt0, int tid) {
-    const KbitLayout& L = p.layout;
-    kt = kt0;
-    w_src = reinterpret_cast<const char*>(p.b_packed + L.packed_row(pos.expert, kt0, pos.n0));
-    s_src = reinterpret_cast<const char*>(p.b_absmax + L.absmax_row(pos.expert, kt0, pos.n0));
     // Weight rows past N_pad do not exist in memory (last n-block only): zero-filled.
-    const int rows_in_mem = min(Cfg::BLOCK_N, L.n_pad - pos.n0);
+    const int rows_in_mem = this->seek(p, pos, kt0);
     w_ok = 0;
 #pragma unroll
     for (int i = 0; i < kWChunks; ++i)
@@ -256,10 +279,7 @@ struct LoadCursor {
   }
 
   __device__ __forceinline__ void advance(const KbitParams& p) {
-    const KbitLayout& L = p.layout;
-    ++kt;
-    w_src += size_t(L.n_pad) * 8 * Cfg::kBits;
-    s_src += size_t(L.n_pad) * 2;
+    this->next_k(p);
 #pragma unroll
     for (int i = 0; i < kAChunks; ++i)
       if (a_ok >> i & 1) a_src[i] += kTileK * sizeof(typename Cfg::T);
@@ -269,7 +289,7 @@ struct LoadCursor {
   // Activation chunk c of row r goes to chunk c ^ (r % 8) of the row so that
   // ldmatrix's eight row reads hit eight different bank groups; rows past the
   // slot and columns past K (the upper half tile when K % 64 == 32) read zero.
-  __device__ __forceinline__ void issue(uint8_t* stage, const KbitParams& p, int tid) const {
+  __device__ __forceinline__ void issue(const KbitParams& p, int tid, uint8_t* stage) const {
     const uint32_t s = ptx::smem_u32(stage);
 #pragma unroll
     for (int i = 0; i < kWChunks; ++i) {
@@ -591,23 +611,27 @@ struct StreamKShare {
   }
 };
 
-// The copy side of the ring: issues the units of the share in order, one
-// stage per call, and a commit group per call (empty past the share's end).
-template <class Cfg>
+// The copy side of the ring: walks the share's units in order and issues one
+// per call through the Cursor (LoadCursor: every thread's cp.async chunks and
+// a commit group per call, empty past the share's end; the wgmma kernel's
+// TmaCursor: one thread's bulk copies). `dst` is where the Cursor's issue
+// puts the stage (a ring slot, and for the TMA cursor its mbarrier).
+template <class Cfg, class Cursor = LoadCursor<Cfg>>
 struct Producer {
   int ld_u;
   TilePos ld_pos;
-  LoadCursor<Cfg> cur;
+  Cursor cur;
 
   __device__ __forceinline__ void start(const KbitParams& p, const StreamKShare& sh, const int* slot_start, int tid) {
     ld_u = sh.u_begin;
     ld_pos = locate_tile<Cfg>(sh.u_begin / sh.k_tiles, sh.S, slot_start, p.offsets, p.E);
     cur.start(p, ld_pos, sh.u_begin % sh.k_tiles, tid);
   }
-  __device__ __forceinline__ void produce(uint8_t* stage, const KbitParams& p, const StreamKShare& sh,
-                                          const int* slot_start, int tid) {
+  template <class Params, class... Dst>
+  __device__ __forceinline__ void produce(const Params& p, const StreamKShare& sh, const int* slot_start, int tid,
+                                          Dst... dst) {
     if (ld_u < sh.u_end) {
-      cur.issue(stage, p, tid);
+      cur.issue(p, tid, dst...);
       if (++ld_u < sh.u_end) {
         if (cur.kt + 1 == sh.k_tiles) {
           ld_pos = locate_tile<Cfg>(ld_pos.tile + 1, sh.S, slot_start, p.offsets, p.E);
@@ -617,7 +641,7 @@ struct Producer {
         }
       }
     }
-    ptx::cp_async_commit();
+    if constexpr (Cursor::kCommitGroups) ptx::cp_async_commit();
   }
 };
 
@@ -704,7 +728,7 @@ kbit_gemm_kernel(const KbitParams p) {
   Producer<Cfg> prod;
   prod.start(p, sh, slot_start, tid);
 #pragma unroll
-  for (int s = 0; s < Cfg::kStages - 1; ++s) prod.produce(ring + s * Cfg::kStageBytes, p, sh, slot_start, tid);
+  for (int s = 0; s < Cfg::kStages - 1; ++s) prod.produce(p, sh, slot_start, tid, ring + s * Cfg::kStageBytes);
 
   // ---- main loop ------------------------------------------------------------
   TilePos pos = locate_tile<Cfg>(sh.u_begin / sh.k_tiles, sh.S, slot_start, p.offsets, p.E);
@@ -715,7 +739,7 @@ kbit_gemm_kernel(const KbitParams p) {
   for (int u = sh.u_begin; u < sh.u_end; ++u) {
     ptx::cp_async_wait<Cfg::kStages - 2>();
     __syncthreads();   // slot (u - u_begin) is ready; slot (u - u_begin - 1) is free
-    prod.produce(ring + ((prod.ld_u - sh.u_begin) % Cfg::kStages) * Cfg::kStageBytes, p, sh, slot_start, tid);
+    prod.produce(p, sh, slot_start, tid, ring + ((prod.ld_u - sh.u_begin) % Cfg::kStages) * Cfg::kStageBytes);
 
     mma_stage<Cfg>(acc, ring + ((u - sh.u_begin) % Cfg::kStages) * Cfg::kStageBytes, lut_bytes, lane_off, e4m4,
                    rot, warp, lane);

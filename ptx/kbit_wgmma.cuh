@@ -98,59 +98,36 @@ __device__ __forceinline__ void dequant_ktile(uint32_t (&f)[4][4], const uint8_t
   }
 }
 
-// The copy side of the ring, on the copy engine. Warp 0 runs it (the same
-// share walk as the cp.async Producer); its lane 0 issues a stage: the
-// activation box {kt * 64, row0} through the tensor map, and the plane words
-// and scale bytes of the tile's rows that exist in memory (N_pad) as 1-D bulk
-// copies. Rows past N_pad keep a slot's old (finite) words: they only feed
-// output rows past N, which are never stored.
+// The copy side of the ring on the copy engine, as a Producer cursor. Warp 0
+// walks the share (Producer<Cfg, TmaCursor<Cfg>>); thread 0 issues a stage:
+// the activation box {kt * 64, row0} through the tensor map, and the plane
+// words and scale bytes of the tile's rows that exist in memory (N_pad) as
+// 1-D bulk copies, all counted by the stage's mbarrier. Rows past N_pad keep a
+// slot's old (finite) words: they only feed output rows past N, which are
+// never stored.
 template <class Cfg>
-struct TmaProducer {
-  int ld_u, kt;
-  TilePos ld_pos;
-  const char* w_src;
-  const char* s_src;
+struct TmaCursor : WeightCursor<Cfg> {
+  static constexpr bool kCommitGroups = false;   // completion is the mbarrier's
+  int row0;
   uint32_t w_bytes;   // plane words of the rows in memory; the scales are w_bytes / (4 * kBits)
 
-  __device__ __forceinline__ void seek(const KbitParams& p, int kt0) {
-    const KbitLayout& L = p.layout;
-    kt = kt0;
-    w_src = reinterpret_cast<const char*>(p.b_packed + L.packed_row(ld_pos.expert, kt0, ld_pos.n0));
-    s_src = reinterpret_cast<const char*>(p.b_absmax + L.absmax_row(ld_pos.expert, kt0, ld_pos.n0));
-    w_bytes = uint32_t(min(Cfg::BLOCK_N, L.n_pad - ld_pos.n0)) * (8 * Cfg::kBits);
+  __device__ __forceinline__ void start(const KbitParams& p, const TilePos& pos, int kt0, int) {
+    w_bytes = uint32_t(this->seek(p, pos, kt0)) * (8 * Cfg::kBits);
+    row0 = pos.row0;
   }
-  __device__ __forceinline__ void start(const KbitParams& p, const StreamKShare& sh, const int* slot_start) {
-    ld_u = sh.u_begin;
-    ld_pos = locate_tile<Cfg>(sh.u_begin / sh.k_tiles, sh.S, slot_start, p.offsets, p.E);
-    seek(p, sh.u_begin % sh.k_tiles);
-  }
-  // Fill the stage at shared address `stage` (its mbarrier `full`) with the
-  // next unit of the share, if any. Called by all of warp 0.
-  __device__ __forceinline__ void produce(uint32_t stage, uint32_t full, const WgmmaParams& p,
-                                          const StreamKShare& sh, const int* slot_start, int lane) {
-    if (ld_u >= sh.u_end) return;
-    if (lane == 0) {
-      const uint32_t s_bytes = w_bytes / (4 * Cfg::kBits);
-      // The slot's previous contents were read through the generic proxy
-      // (dequantization loads, before the CTA barrier); the copies write
-      // through the async proxy.
-      ptx::fence_proxy_async_smem();
-      ptx::mbarrier_arrive_expect_tx(full, Cfg::kABytes + w_bytes + s_bytes);
-      ptx::cp_async_bulk_tensor_2d_g2s(stage + Cfg::kAOff, &p.a_map, kt * kTileK, ld_pos.row0, full);
-      ptx::cp_async_bulk_g2s(stage + Cfg::kWOff, w_src, w_bytes, full);
-      ptx::cp_async_bulk_g2s(stage + Cfg::kSOff, s_src, s_bytes, full);
-    }
-    if (++ld_u < sh.u_end) {
-      if (kt + 1 == sh.k_tiles) {
-        ld_pos = locate_tile<Cfg>(ld_pos.tile + 1, sh.S, slot_start, p.offsets, p.E);
-        seek(p, 0);
-      } else {
-        const KbitLayout& L = p.layout;
-        ++kt;
-        w_src += size_t(L.n_pad) * 8 * Cfg::kBits;
-        s_src += size_t(L.n_pad) * 2;
-      }
-    }
+  __device__ __forceinline__ void advance(const KbitParams& p) { this->next_k(p); }
+  // Fill the stage at shared address `stage` (its mbarrier `full`).
+  __device__ __forceinline__ void issue(const WgmmaParams& p, int tid, uint32_t stage, uint32_t full) const {
+    if (tid != 0) return;
+    const uint32_t s_bytes = w_bytes / (4 * Cfg::kBits);
+    // The slot's previous contents were read through the generic proxy
+    // (dequantization loads, before the CTA barrier); the copies write
+    // through the async proxy.
+    ptx::fence_proxy_async_smem();
+    ptx::mbarrier_arrive_expect_tx(full, Cfg::kABytes + w_bytes + s_bytes);
+    ptx::cp_async_bulk_tensor_2d_g2s(stage + Cfg::kAOff, &p.a_map, this->kt * kTileK, row0, full);
+    ptx::cp_async_bulk_g2s(stage + Cfg::kWOff, this->w_src, w_bytes, full);
+    ptx::cp_async_bulk_g2s(stage + Cfg::kSOff, this->s_src, s_bytes, full);
   }
 };
 
@@ -202,12 +179,12 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   uint32_t rot[5];
   pair_rotations<Cfg>(rot, lane);
   // ---- prologue: fill kStages - 1 slots, dequantize the first unit -------------
-  TmaProducer<Cfg> prod;
+  Producer<Cfg, TmaCursor<Cfg>> prod;   // warp 0's
   if (warp == 0) {
-    prod.start(p, sh, slot_start);
+    prod.start(p, sh, slot_start, tid);
 #pragma unroll
     for (int s = 0; s < Cfg::kStages - 1; ++s)
-      prod.produce(ring_s + s * Cfg::kStageBytes, bar_s + 8 * s, p, sh, slot_start, lane);
+      prod.produce(p, sh, slot_start, tid, ring_s + s * Cfg::kStageBytes, bar_s + 8 * s);
   }
   // Parity of each stage's next completion (bit s).
   uint32_t phases = 0;
@@ -240,7 +217,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
       ptx::wgmma_wait<1>();   // this warp's MMAs of unit u - 1 are done
       __syncthreads();        // ... every warp's, and its reads of slot u - 1: it may be refilled
       if (warp == 0)
-        prod.produce(ring_s + prev * Cfg::kStageBytes, bar_s + 8 * prev, p, sh, slot_start, lane);
+        prod.produce(p, sh, slot_start, tid, ring_s + prev * Cfg::kStageBytes, bar_s + 8 * prev);
       wait_full(slot);        // unit u + 1's copies
       dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, warp, lane);
     }

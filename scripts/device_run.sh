@@ -10,6 +10,28 @@ OUT=${OUT:-out}; mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1 KBIT_BUILD_DIR=/tmp/kbit_build
 STEPS=${STEPS:-build tests sanitize host bench}
 has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
+# Graph-time table of benchmark runs side by side: print_table ROUNDS LABEL=PREFIX...
+# reads $OUT/PREFIX<round>.json; "nan!" marks a case a run failed (build or check).
+print_table() {
+  python3 - "$OUT" "$@" <<'PY'
+import json, sys
+out, rounds, cols = sys.argv[1], int(sys.argv[2]), [c.split("=", 1) for c in sys.argv[3:]]
+def load(f):
+    try:
+        return {x["name"]: x for x in json.load(open(f"{out}/{f}")) if x.get("kind") == "benchmark"}
+    except (OSError, ValueError):
+        return {}
+for r in range(1, rounds + 1):
+    runs = [load(f"{prefix}{r}.json") for _, prefix in cols]
+    print(f"round {r}: {'case':34s} " + " ".join(f"{label:>8s}" for label, _ in cols) + f" {'SOL':>7s} {'baseline':>8s}")
+    for n, a in next((x for x in runs if x), {}).items():
+        base = a.get("baselines_graph") or {}
+        b = base.get("cublas") or next(iter(base.values()), 0) or 0
+        ts = " ".join(f"{x.get(n, {}).get('graph_us') or float('nan'):8.2f}" + ("" if x.get(n, {}).get("ok") else "!")
+                      for x in runs)
+        print(f"         {n:34s} {ts} {a['sol_us']:7.2f} {b:8.2f}")
+PY
+}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
 if has build; then
   t0=$(date +%s)
@@ -62,22 +84,8 @@ if has variants; then
       env ${vs[$i]} python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/v${i}_$r.json" "$@" > "$OUT/v${i}_$r.txt" 2>&1
     done
   done
-  python3 - "$OUT" "${ROUNDS:-1}" "${VARIANTS:-}" <<'PY'
-import json, sys
-out, rounds, vs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(";")
-def load(f):
-    return {x["name"]: x for x in json.load(open(f"{out}/{f}")) if x.get("kind") == "benchmark"}
-for i, v in enumerate(vs):
-    print(f"v{i}: {v}")
-for r in range(1, rounds + 1):
-    runs = [load(f"v{i}_{r}.json") for i in range(len(vs))]
-    print(f"round {r}: {'case':34s} " + " ".join(f"{'v%d' % i:>8s}" for i in range(len(vs))) + f" {'SOL':>7s} {'cuBLAS':>8s}")
-    for n, a in runs[0].items():
-        c = (a.get("baselines_graph") or {}).get("cublas", 0)
-        ts = " ".join(f"{x.get(n, {}).get('graph_us') or float('nan'):8.2f}" + ("" if x.get(n, {}).get("ok") else "!")
-                      for x in runs)   # nan!: the variant failed (build or check), see its v*_r.txt
-        print(f"         {n:34s} {ts} {a['sol_us']:7.2f} {c:8.2f}")
-PY
+  for i in "${!vs[@]}"; do echo "v$i: ${vs[$i]}"; done
+  print_table "${ROUNDS:-1}" $(for i in "${!vs[@]}"; do echo "v$i=v${i}_"; done)
 fi
 # A/B against build/old: both trees in one call, alternating (each builds in its own directory).
 if has ab; then
@@ -86,16 +94,5 @@ if has ab; then
     (cd build/old && KBIT_BUILD_DIR=/tmp/kbit_build_old python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} \
       --json "$OUT/old$r.json" "$@" > "$OUT/old$r.txt" 2>&1)
   done
-  python3 - "$OUT" "${ROUNDS:-2}" <<'PY'
-import json, sys
-out, rounds = sys.argv[1], int(sys.argv[2])
-def load(f):
-    return {x["name"]: x for x in json.load(open(f"{out}/{f}")) if x.get("kind") == "benchmark"}
-for r in range(1, rounds + 1):
-    new, old = load(f"new{r}.json"), load(f"old{r}.json")
-    print(f"round {r}: {'case':34s} {'new':>8s} {'old':>8s} {'SOL':>7s} {'cuBLAS':>8s} ok")
-    for n, a in new.items():
-        b, c = old.get(n, {}), (a.get("baselines_graph") or {}).get("cublas", 0)
-        print(f"         {n:34s} {a.get('graph_us', 0):8.2f} {b.get('graph_us', 0):8.2f} {a['sol_us']:7.2f} {c:8.2f} {a['ok']}")
-PY
+  print_table "${ROUNDS:-2}" new=new old=old
 fi

@@ -196,6 +196,12 @@ def test_tuning_defines(monkeypatch):
     monkeypatch.setenv("KBIT_DEFINES", "KBIT_WG128_WARPS=8, KBIT_DECODE_STAGES=3")
     head = S.assemble_source("sm90").split("// ---- ptx/api.h")[0]
     assert "#define KBIT_WG128_WARPS 8\n" in head and "#define KBIT_DECODE_STAGES 3\n" in head
+    # Both knob variables: one #define per knob, KBIT_DEFINES winning.
+    monkeypatch.setenv("KBIT_DECODE_CFG", "8,0,4")
+    head = S.assemble_source("sm90").split("// ---- ptx/api.h")[0]
+    assert "#define KBIT_DECODE_WARPS 8\n" in head and head.count("KBIT_DECODE_STAGES") == 1
+    assert "#define KBIT_DECODE_STAGES 3\n" in head
+    monkeypatch.delenv("KBIT_DECODE_CFG")
     for bad in ("WG128_WARPS=8", "KBIT_WG128_WARPS=eight", "KBIT_WG128_WARPS", "KBIT_X=1;rm -rf /"):
         monkeypatch.setenv("KBIT_DEFINES", bad)
         with pytest.raises(ValueError, match="KBIT_DEFINES"):
