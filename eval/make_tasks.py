@@ -23,7 +23,13 @@ def kbit_tests():
         (300, 136, 160, 2, "bfloat16", 4), (0, 64, 64, 4, "bfloat16", 3), (64, 520, 512, 4, "float16", 64),
         (65, 100, 96, 5, "bfloat16", 7), (1, 48, 64, 3, "float16", 16),
     ]
-    for i, (m, n, k, bits, dt, e) in enumerate(odd + grouped):
+    # 9..16 rows per expert (16-row activation tiles: the mma.sync and wgmma
+    # kernels' second-smallest tile), every k and dtype, K % 64 == 32; dense
+    # (none of the shapes above has 9..16 rows) and grouped.
+    rows16 = [(12, 200, 352, bits, dt, 1) for bits in (2, 3, 4, 5) for dt in ("float16", "bfloat16")]
+    rows16 += [(16, 4100, 1056, 4, "float16", 1), (13, 136, 224, 3, "bfloat16", 1),
+               (40, 136, 352, 4, "float16", 3), (45, 264, 160, 5, "bfloat16", 4)]
+    for i, (m, n, k, bits, dt, e) in enumerate(odd + grouped + rows16):
         t.append(dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype=dt, experts=e, seed=1000 + i))
     return t
 

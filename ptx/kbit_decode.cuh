@@ -353,7 +353,12 @@ __device__ __forceinline__ float e4m4_from_bits(uint32_t bits_19_26) {
 // Tiles split between warps of a CTA are summed in shared memory, tiles that
 // span CTAs in the global workspace.
 // ---------------------------------------------------------------------------
-constexpr int kDecodeMinUnits = 2;   // units per warp below which fewer CTAs take part
+// Units per warp below which fewer CTAs take part. KBIT_DEFINES=KBIT_DECODE_MIN_UNITS=n
+// overrides it for tuning; 1, 4 and 8 were no faster on the small layers (docs/results.md v15).
+#ifndef KBIT_DECODE_MIN_UNITS
+#define KBIT_DECODE_MIN_UNITS 2
+#endif
+constexpr int kDecodeMinUnits = KBIT_DECODE_MIN_UNITS;
 
 // The decode kernel's parameters: the GEMM's, and divisors built on the host.
 struct DecodeParams : KbitParams {
