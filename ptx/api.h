@@ -31,6 +31,8 @@ struct KbitPlan {
   int grid, mtiles, block_n, block_m;
   int decode;                // 2 or 4: the decode kernel (kbit_decode.cuh) with that many 16-row
                              // tiles per warp; 0: a tiled GEMM kernel
+  int decode_act;            // decode kernel: activation rows carried in its ring stages
+                             // (DecodeConfig::kActRows; 0: in registers)
   int wgmma;                 // 1: the wgmma tiled kernel (kbit_wgmma.cuh, block_m rows per tile)
 };
 

@@ -51,7 +51,17 @@ namespace kbit {
 // The ring copies with the bulk engine (opt-in, see DecodeRing).
 constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024);
 
-template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_>
+// kActRows_ (the activations' path):
+//   0: each thread loads its B fragments one unit ahead into registers (any
+//      slot of up to 8 rows);
+//   R > 0: a unit's R activation rows travel in its ring stage (cp.async,
+//      read with ldmatrix). There is then no register copy of prefetched
+//      fragments (14 moves per unit in the k = 4 SASS), 6-9 fewer registers,
+//      and the copies share the stage's wait: Llama-3-70B M = 1 50 vs 54 us
+//      (docs/results.md v16). A stage holds R rows (16 warps x 3 stages x 128
+//      bytes per row fit beside the 64 KB table only for R <= 2), so the host
+//      takes it where every slot has at most R rows: dense M = 1.
+template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_, int kActRows_ = 0>
 struct DecodeConfig {
   static constexpr int kBits = kBits_;
   using T = T_;
@@ -59,6 +69,8 @@ struct DecodeConfig {
   static constexpr int kNT = kNT_;           // 16-row weight tiles per warp tile
   static constexpr int kStages = kStages_;   // per-warp cp.async ring depth
   static constexpr int kThreads = kWarps * kWarpSize;
+  static constexpr int kActRows = kActRows_;   // activation rows per stage (0: in registers)
+  static constexpr bool kSmemAct = kActRows > 0;
   static constexpr int BLOCK_M = 8;          // activation rows of a slot (one MMA n8)
   static constexpr int BLOCK_N = 16 * kNT;   // weight rows of a (warp) tile
 
@@ -80,7 +92,12 @@ struct DecodeConfig {
   // contiguous in memory).
   static constexpr int kWBytes = BLOCK_N * 2 * kBits * 4;
   static constexpr int kSBytes = BLOCK_N * 2;
-  static constexpr int kStageBytes = kWBytes + kSBytes;
+  // With kSmemAct, the slot's activation rows of the K-tile (128 bytes each,
+  // 16-byte chunk c of row r at chunk c ^ (r % 8): ldmatrix's eight row reads
+  // hit eight different bank groups).
+  static constexpr int kABytes = kActRows * kTileK * 2;
+  static constexpr int kAOff = kWBytes + kSBytes;
+  static constexpr int kStageBytes = kWBytes + kSBytes + kABytes;
   static constexpr int kScaleBytes = BLOCK_N * 2 * 4;   // decoded scales of one stage
   static constexpr int kWarpBytes = kStages * kStageBytes + kScaleBytes;
 
@@ -107,9 +124,12 @@ struct DecodeConfig {
   }
 
   static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
+  static_assert(sizeof(T) == 2, "16-bit activations");
   static_assert(kWBytes % 16 == 0 && kSBytes % 16 == 0 && kWarpBytes % 16 == 0 && BLOCK_N % 32 == 0,
                 "stage sections must keep 16-byte alignment");
   static_assert(kStages >= 2, "the ring needs at least two stages");
+  static_assert(kActRows >= 0 && kActRows <= BLOCK_M, "activation rows per stage: 0..8");
+  static_assert(!(kDecodeBulkRing && kSmemAct), "the bulk-copy ring does not carry activations");
   // Dense layers must fit one SM (227 KB); grouped layers with many experts may
   // not (64-row tiles), and the host then uses the tiled kernel (kbit_decode_plan_cfg).
   static_assert(smem_bytes(1) <= 227 * 1024, "must fit one SM (227 KB)");
@@ -223,18 +243,53 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint
 template <class Cfg>
 struct WarpCursor : WeightCursor<Cfg> {   // plane words and scale bytes of the tile's rows at K-tile kt
   int w_limit;            // bytes of the stage's plane words that exist in memory
+  // kSmemAct: this lane's activation chunks of the unit, i = 0 .. kAChunks - 1:
+  // row (lane / 8) + 4 i of the slot, 16-byte chunk lane % 8 of the K-tile;
+  // a_src points at chunk 0's source, a_ok bit i: row + 4 i < the slot's rows
+  // (rows past the slot are not copied: their MMA columns are not stored; the
+  // host keeps the slot's rows <= kActRows).
+  static constexpr int kAChunks = cdiv(Cfg::kActRows * 8, kWarpSize);
+  const char* a_src;
+  uint32_t a_ok;
 
-  __device__ __forceinline__ void start(const KbitParams& p, const TilePos& pos, int kt0) {
+  __device__ __forceinline__ void start(const KbitParams& p, const TilePos& pos, int kt0, int lane) {
     w_limit = this->seek(p, pos, kt0) * 8 * Cfg::kBits;   // rows: a multiple of 8
+    if constexpr (Cfg::kSmemAct) {
+      const int r = lane >> 3;
+      a_ok = 0;
+#pragma unroll
+      for (int i = 0; i < kAChunks; ++i) a_ok |= uint32_t(r + 4 * i < min(pos.rows, Cfg::kActRows)) << i;
+      a_src = static_cast<const char*>(p.a) +
+              (size_t(pos.row0 + ((a_ok & 1u) ? r : 0)) * p.K + size_t(kt0) * kTileK + (lane & 7) * 8) * 2;
+    }
   }
-  __device__ __forceinline__ void advance(const KbitParams& p) { this->next_k(p); }
+  __device__ __forceinline__ void advance(const KbitParams& p) {
+    this->next_k(p);
+    if constexpr (Cfg::kSmemAct) a_src += kTileK * 2;
+  }
+  // Issues this lane's activation copies of the unit into the stage at s
+  // (columns past K, the upper half of the last K-tile when K % 64 == 32, read
+  // zero: the weights there are zero-padded, but 0 x garbage could be NaN).
+  __device__ __forceinline__ void issue_act(const KbitParams& p, uint32_t s, int lane) const {
+    if constexpr (Cfg::kSmemAct) {
+      const int c = lane & 7;
+      const bool in_k = c < 4 || (this->kt + 1) * kTileK <= p.K;
+#pragma unroll
+      for (int i = 0; i < kAChunks; ++i) {
+        const int r = (lane >> 3) + 4 * i;
+        if (a_ok >> i & 1)
+          ptx::cp_async_cg16(s + Cfg::kAOff + r * 128 + ((c ^ (r & 7)) << 4),
+                             a_src + (in_k ? size_t(i) * 4 * p.K * 2 : 0), in_k ? 16u : 0u);
+      }
+    }
+  }
   // Scale bytes of the rows that exist (a multiple of 16: rows come in 8s).
   __device__ __forceinline__ int s_limit() const { return w_limit / (4 * Cfg::kBits); }
 };
 
 // The ring of kStages stages per warp, one family's way each, one interface:
 //   init(bars, lane)     before the first copy (bars: kStages mbarriers of this warp)
-//   issue(cur, s, lane)  the cursor's unit into the stage at shared address s
+//   issue(p, cur, s, lane)  the cursor's unit into the stage at shared address s
 //   commit()             after each issue slot (an issue may have copied nothing)
 //   wait()               the oldest outstanding stage has landed for every lane
 //   drain(n)             n stages were issued and never waited for: wait for them
@@ -264,7 +319,7 @@ struct DecodeRing {
     }
     __syncwarp();
   }
-  __device__ __forceinline__ void issue(const WarpCursor<Cfg>& cur, uint32_t s, int lane) {
+  __device__ __forceinline__ void issue(const KbitParams&, const WarpCursor<Cfg>& cur, uint32_t s, int lane) {
     if (lane == 0) {
       const uint32_t bar = bars + 8 * ld_slot;
       const uint32_t sb = uint32_t(cur.s_limit());
@@ -292,7 +347,8 @@ struct DecodeRing {
   static constexpr int kWChunks = cdiv(Cfg::kWBytes / 16, kWarpSize);
 
   __device__ __forceinline__ void init(uint32_t, int) {}
-  __device__ __forceinline__ void issue(const WarpCursor<Cfg>& cur, uint32_t s, int lane) {
+  __device__ __forceinline__ void issue(const KbitParams& p, const WarpCursor<Cfg>& cur, uint32_t s, int lane) {
+    cur.issue_act(p, s, lane);
     if (cur.w_limit == Cfg::kWBytes) {   // warp-uniform: every row exists
 #pragma unroll
       for (int i = 0; i < kWChunks; ++i) {
@@ -322,6 +378,17 @@ struct DecodeRing {
   __device__ __forceinline__ void drain(int) { ptx::cp_async_wait<0>(); }
 };
 #endif
+
+// Accumulator (nt, q) of thread (g, t): weight row nt * 16 + g + (q >> 1) * 8
+// of the tile (n), activation row 2t + (q & 1) of the slot (m); f(x, n, m) for
+// each.
+template <class Cfg, class F>
+__device__ __forceinline__ void for_each_acc(float (&acc)[Cfg::kNT][4], int g, int t, const F& f) {
+#pragma unroll
+  for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+    for (int q = 0; q < 4; ++q) f(acc[nt][q], nt * 16 + g + (q >> 1) * 8, 2 * t + (q & 1));
+}
 
 // The activation B fragments of one K-tile for thread (g, t): row g of the
 // slot, k = 32 blk + 8 j + 2t (two elements each), j = 0..3 (b0, b1 of the
@@ -567,7 +634,7 @@ kbit_decode_kernel(const DecodeParams p) {
   const int tile0 = int(by_k_tiles.div(uint32_t(u_begin))), kt0 = u_begin - tile0 * k_tiles;
   if (active) {
     pos = ld_pos = locate(tile0);
-    cur.start(p, ld_pos, kt0);
+    cur.start(p, ld_pos, kt0, lane);
   }
   // Ring slots by shared address, advanced with a wrap (no division).
   const uint32_t ring_s = ptx::smem_u32(ring);
@@ -575,11 +642,11 @@ kbit_decode_kernel(const DecodeParams p) {
   uint32_t ld_slot = ring_s;
   auto produce = [&]() {
     if (ld_left > 0) {
-      if (!(KBIT_DECODE_PROBE & 2)) ring_cp.issue(cur, ld_slot, lane);
+      if (!(KBIT_DECODE_PROBE & 2)) ring_cp.issue(p, cur, ld_slot, lane);
       if (--ld_left > 0) {
         if (cur.kt + 1 == k_tiles) {
           ld_pos = locate(ld_pos.tile + 1);
-          cur.start(p, ld_pos, 0);
+          cur.start(p, ld_pos, 0, lane);
         } else {
           cur.advance(p);
         }
@@ -600,11 +667,17 @@ kbit_decode_kernel(const DecodeParams p) {
   const char* a_base = static_cast<const char*>(p.a) + size_t(4 * t);
   const size_t a_row_bytes = size_t(p.K) * sizeof(T);
   int kt = kt0;
-  // Activations one unit ahead: b_next holds unit u's fragments at the top of iteration u.
+  // Activations one unit ahead (kActRows == 0): b_next holds unit u's
+  // fragments at the top of iteration u.
   bool b_ok = active && g < pos.rows;
   const char* b_ptr = a_base + size_t(pos.row0 + (b_ok ? g : 0)) * a_row_bytes + size_t(kt) * kTileK * sizeof(T);
   uint32_t b_next[2][4] = {};
-  load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 1 == k_tiles);
+  if constexpr (!Cfg::kSmemAct) load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 1 == k_tiles);
+  // kSmemAct: lane's ldmatrix row address in a stage's activation rows (row
+  // lane % 8, chunk lane / 8 of the 32-block; block 1: ^ 64). Rows the stage
+  // does not hold read row 0 (their MMA columns are not stored).
+  const int act_row = (lane & 7) < Cfg::kActRows ? (lane & 7) : 0;
+  const uint32_t act_lane = uint32_t(act_row * 128 + (((lane >> 3) ^ act_row) << 4));
   if (kTimeline && tid == 0) tl.c_act = clock64();
 
   // Where the parts of the warp's first and last tile go (after the first
@@ -670,10 +743,7 @@ kbit_decode_kernel(const DecodeParams p) {
   // ---- main loop ------------------------------------------------------------
   TilePos next = pos;   // the tile of unit u + 1
   float acc[Cfg::kNT][4];
-#pragma unroll
-  for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-    for (int q = 0; q < 4; ++q) acc[nt][q] = 0.f;
+  for_each_acc<Cfg>(acc, g, t, [](float& x, int, int) { x = 0.f; });
 
   uint32_t slot_s = ring_s;   // the stage consumed next
   for (int left = u_end - u_begin; left > 0; --left) {   // units still to consume
@@ -682,19 +752,29 @@ kbit_decode_kernel(const DecodeParams p) {
     const uint8_t* stage = ring + (slot_s - ring_s);
 
     uint32_t bf[2][4];
+    if constexpr (Cfg::kSmemAct) {
+      // B fragments of k16 steps 2 blk, 2 blk + 1: matrices = the block's four
+      // 8-column chunks (bf[blk][j]: k = 32 blk + 8 j + 2t). Block 1: chunk ^ 4
+      // = lane offset ^ 64 (the row part is a multiple of 128).
 #pragma unroll
-    for (int blk = 0; blk < 2; ++blk)
+      for (int blk = 0; blk < 2; ++blk)
+        ptx::ldmatrix_x4(bf[blk], slot_s + Cfg::kAOff + (act_lane ^ uint32_t(blk * 64)));
+      if (left > 1 && kt + 1 == k_tiles) next = locate(pos.tile + 1);
+    } else {
 #pragma unroll
-      for (int j = 0; j < 4; ++j) bf[blk][j] = b_next[blk][j];
-    if (left > 1) {
-      if (kt + 1 < k_tiles) {
-        b_ptr += kTileK * sizeof(T);
-        load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 2 == k_tiles);
-      } else {
-        next = locate(pos.tile + 1);
-        b_ok = g < next.rows;
-        b_ptr = a_base + size_t(next.row0 + (b_ok ? g : 0)) * a_row_bytes;
-        load_act<Cfg>(b_next, b_ptr, b_ok, k_half && k_tiles == 1);
+      for (int blk = 0; blk < 2; ++blk)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) bf[blk][j] = b_next[blk][j];
+      if (left > 1) {
+        if (kt + 1 < k_tiles) {
+          b_ptr += kTileK * sizeof(T);
+          load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 2 == k_tiles);
+        } else {
+          next = locate(pos.tile + 1);
+          b_ok = g < next.rows;
+          b_ptr = a_base + size_t(next.row0 + (b_ok ? g : 0)) * a_row_bytes;
+          load_act<Cfg>(b_next, b_ptr, b_ok, k_half && k_tiles == 1);
+        }
       }
     }
 
@@ -721,10 +801,10 @@ kbit_decode_kernel(const DecodeParams p) {
         uint32_t frag[2][4];
         dequant_block<Cfg>(frag, pa, pb, rot, lut_s, lane_word);
         const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+        const float s_a = blk ? sa.y : sa.x, s_b = blk ? sb.y : sb.x;
         float part[4];
         ptx::mma_m16n8k16<T>(part, frag[0], bf[blk][0], bf[blk][1], zero);
         ptx::mma_m16n8k16<T>(part, frag[1], bf[blk][2], bf[blk][3], part);
-        const float s_a = blk ? sa.y : sa.x, s_b = blk ? sb.y : sb.x;
         acc[nt][0] = fmaf(s_a, part[0], acc[nt][0]);
         acc[nt][1] = fmaf(s_a, part[1], acc[nt][1]);
         acc[nt][2] = fmaf(s_b, part[2], acc[nt][2]);
@@ -736,8 +816,6 @@ kbit_decode_kernel(const DecodeParams p) {
     if (++kt < k_tiles && left > 1) continue;
 
     // ---- tile finished (or this warp's share of it) ---------------------------
-    // Accumulator (nt, q) of thread (g, t): weight row nt * 16 + g + (q >> 1) * 8
-    // of the tile, activation row 2t + (q & 1) of the slot.
     const int4& e = ends_s[warp][ends_s[warp][0].x == pos.tile ? 0 : 1];
     bool store = true;   // this warp holds the tile's sum: it writes C
     // A tile between the warp's first and last is all the warp's.
@@ -749,13 +827,9 @@ kbit_decode_kernel(const DecodeParams p) {
         // atomics), then every lane counts in (mbarrier arrive: release of the
         // lane's own stores at CTA scope, no wait for in-flight copies).
         float* mine = parts + warp * Cfg::kSumFloats;
-#pragma unroll
-        for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
-            if (m < pos.rows) mine[n * Cfg::BLOCK_M + m] = acc[nt][q];
-          }
+        for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+          if (m < pos.rows) mine[n * Cfg::BLOCK_M + m] = x;
+        });
         ptx::mbarrier_arrive(bar);
         store = false;
       } else {
@@ -769,13 +843,9 @@ kbit_decode_kernel(const DecodeParams p) {
           do {
             const float* theirs = parts + (__ffs(others) - 1) * Cfg::kSumFloats;
             others &= others - 1;
-#pragma unroll
-            for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
-                if (m < pos.rows) acc[nt][q] += theirs[n * Cfg::BLOCK_M + m];
-              }
+            for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+              if (m < pos.rows) x += theirs[n * Cfg::BLOCK_M + m];
+            });
           } while (others);
         }
         if (e.z > 0) {
@@ -788,29 +858,22 @@ kbit_decode_kernel(const DecodeParams p) {
           // rare path before the loop and holds them in registers throughout.)
           float* ws = ptx::opaque(p.workspace + size_t(pos.tile) * (Cfg::BLOCK_N * Cfg::BLOCK_M) +
                                   (g * Cfg::BLOCK_M + 2 * t));
-#pragma unroll
-          for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
-              if (m < pos.rows) atomicAdd(ws + (n - g) * Cfg::BLOCK_M + (q & 1), acc[nt][q]);
-            }
+          for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+            if (m < pos.rows) atomicAdd(ws + (n - g) * Cfg::BLOCK_M + (m - 2 * t), x);
+          });
           __syncwarp();   // the warp's workspace adds, before lane 0's release
           int is_last = 0;
           if (lane == 0) is_last = ptx::atom_add_acq_rel_gpu(p.counters + pos.tile, 1) == e.z;
           store = __shfl_sync(0xffffffffu, is_last, 0) != 0;
           if (store) {
             __syncwarp();   // lane 0's acquire, before the warp reads the sums
-#pragma unroll
-            for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
-                if (m < pos.rows) {
-                  acc[nt][q] = ptx::ld_global_cg_f32(ws + (n - g) * Cfg::BLOCK_M + (q & 1));
-                  ws[(n - g) * Cfg::BLOCK_M + (q & 1)] = 0.f;
-                }
+            for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+              if (m < pos.rows) {
+                float* w = ws + (n - g) * Cfg::BLOCK_M + (m - 2 * t);
+                x = ptx::ld_global_cg_f32(w);
+                *w = 0.f;
               }
+            });
             if (lane == 0) p.counters[pos.tile] = 0;   // ready for the next launch
           }
         }
@@ -818,18 +881,12 @@ kbit_decode_kernel(const DecodeParams p) {
     }
     if (store && !kTimeline) {
       T* c = static_cast<T*>(p.c);
-#pragma unroll
-      for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int n = pos.n0 + nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);
-          if (m < pos.rows && n < p.N) c[size_t(pos.row0 + m) * p.N + n] = Elem<T>::from_float(acc[nt][q] * out_scale);
-        }
+      for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+        if (m < pos.rows && pos.n0 + n < p.N)
+          c[size_t(pos.row0 + m) * p.N + pos.n0 + n] = Elem<T>::from_float(x * out_scale);
+      });
     }
-#pragma unroll
-    for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) acc[nt][q] = 0.f;
+    for_each_acc<Cfg>(acc, g, t, [](float& x, int, int) { x = 0.f; });
     kt = 0;
     pos = next;
   }

@@ -29,6 +29,10 @@
 //       as stages shared with the sm90 wgmma kernel (kbit_wgmma.cuh).
 #pragma once
 
+#ifndef KBIT_TILED_WIDE_LUT
+#define KBIT_TILED_WIDE_LUT 1   // 0: the 128-byte-row pair table everywhere (A/B), see KbitConfig::kWideLut
+#endif
+
 namespace kbit {
 
 // ---------------------------------------------------------------------------
@@ -61,16 +65,34 @@ struct KbitConfig {
   // stay within 32 KB, at most 4 lanes then share a replica).
   static constexpr int kPairEntries = 1 << (2 * kBits);
   static constexpr int kCopies = kBits <= 4 ? 32 : 8;
-  static constexpr int kLutBytes = kPairEntries * kCopies * 4;
-  static constexpr int kLutShift = kCopies == 32 ? 7 : 5;   // log2(kCopies * 4)
+  // At 16-row activation tiles, k <= 4: the decode kernel's table layout,
+  // 256-byte rows (32 replicas in the first 128 bytes), so one prmt forms a
+  // lookup's address (lookup_pair) instead of a shift and a lop3: the dequant
+  // section of a K-tile shrinks from 286 to 238 instructions per warp at k = 4
+  // (sm_90a SASS), and Llama-3-70B M = 16 takes 74.5 instead of 82.9 us on an
+  // H100 (docs/results.md v16). The table grows to 4 / 16 / 64 KB at k = 2 / 3
+  // / 4 and moves to dynamic shared memory (first, so its address is still a
+  // constant). Only where the two CTAs per SM that these tiles are sized for
+  // still fit on every GPU of the family: k <= 4 on sm_90/sm_100, k = 2 in the
+  // sm80 family (100 KB per SM on sm_86/89).
+  static constexpr size_t kWideCtaBytes =   // wide table, dense slot table, ring, static tables, reserved
+      size_t(kPairEntries) * 256 + 128 + size_t(kStages) * kStageBytes + 1280 + 1024;
+  static constexpr bool kWideLut = KBIT_TILED_WIDE_LUT && kMTiles == 2 && kBits <= 4 &&
+                                   2 * kWideCtaBytes <= size_t(KBIT_SMEM_PER_SM_KB) * 1024;
+  static constexpr int kLutRowWords = kWideLut ? 64 : kCopies;
+  static constexpr int kLutBytes = kPairEntries * kLutRowWords * 4;
+  static constexpr int kLutShift = kWideLut ? 0 : kCopies == 32 ? 7 : 5;   // log2(kCopies * 4)
+  static constexpr int kStaticLutWords = kWideLut ? 1 : kLutBytes / 4;
+  static constexpr int kDynLutBytes = kWideLut ? kLutBytes : 0;
 
-  // Dynamic shared memory: the expert slot table, then the ring. The tables
-  // (pair LUT, E4M4, codebook) are static so their addresses are immediates of
-  // the shared loads (the LUT is at most 32 KB: under the 48 KB static limit).
+  // Dynamic shared memory: (the wide table,) the expert slot table, then the
+  // ring. The tables (pair LUT, E4M4, codebook) are static so their addresses
+  // are immediates of the shared loads (the LUT is at most 32 KB: under the
+  // 48 KB static limit).
   __host__ __device__ static constexpr size_t smem_bytes(int experts) {
-    return size_t(cdiv((experts + 1) * 4, 128) * 128) + size_t(kStages) * kStageBytes;
+    return size_t(kDynLutBytes) + size_t(cdiv((experts + 1) * 4, 128) * 128) + size_t(kStages) * kStageBytes;
   }
-  static_assert(kLutBytes <= 32 * 1024, "pair table must stay within static shared memory");
+  static_assert(kWideLut || kLutBytes <= 32 * 1024, "pair table must stay within static shared memory");
 
   static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
   static_assert(kWBytes % 128 == 0 && kSBytes % 16 == 0 && kABytes % 128 == 0,
@@ -112,6 +134,19 @@ struct KbitParams {
 
 // Pair index bit order, shared by the table builder and the lookup:
 // bit 2b = bit b of the first weight (even k), bit 2b + 1 = bit b of the second.
+// Whether Cfg uses the wide (decode-layout) pair table; false for
+// configurations without the flag (wgmma, tcgen05).
+template <class Cfg, class = void>
+struct WideLut {
+  static constexpr bool value = false;
+  static constexpr int kRowWords = Cfg::kCopies;
+};
+template <class Cfg>
+struct WideLut<Cfg, std::void_t<decltype(Cfg::kWideLut)>> {
+  static constexpr bool value = Cfg::kWideLut;
+  static constexpr int kRowWords = Cfg::kLutRowWords;
+};
+
 template <class Cfg>
 __device__ __forceinline__ void build_pair_lut(uint32_t* lut, const float* cb_s, float inv_max,
                                                int tid) {
@@ -133,7 +168,7 @@ __device__ __forceinline__ void build_pair_lut(uint32_t* lut, const float* cb_s,
     for (int j = 0; j < 32; j += kPerStore) {
       const int entry = j + lane / Cfg::kCopies;
       const uint32_t v = __shfl_sync(0xffffffffu, value, entry);
-      if (base + entry < Cfg::kPairEntries) lut[(base + j) * Cfg::kCopies + lane] = v;
+      if (base + entry < Cfg::kPairEntries) lut[(base + entry) * WideLut<Cfg>::kRowWords + lane % Cfg::kCopies] = v;
     }
   }
 }
@@ -373,6 +408,13 @@ __device__ __forceinline__ void pair_rotations(uint32_t (&rot)[5], int lane) {
 template <class Cfg, int kPair, int kShift>
 __device__ __forceinline__ uint32_t lookup_pair(const uint8_t* lut, uint32_t lane_off,
                                                 const PairWord<Cfg::kBits, kShift>& w) {
+  if constexpr (WideLut<Cfg>::value) {
+    // Byte kPair of the index word (k < 4: its upper bits are stale) in byte 1
+    // of the address, the lane's replica offset (lane * 4 < 128) in byte 0.
+    constexpr uint32_t kClean = Cfg::kBits == 4 ? 0xFFFFFFFFu : Cfg::kBits == 3 ? 0x3F3F3F3Fu : 0x0F0F0F0Fu;
+    const uint32_t idx = Cfg::kBits == 4 ? w.lo : w.lo & kClean;
+    return ptx::ld_shared_const_u32(ptx::smem_u32(lut) + ptx::prmt(idx, lane_off, 0x5504u | (uint32_t(kPair) << 4)));
+  }
   constexpr int kIdxBits = 2 * (Cfg::kBits < 4 ? Cfg::kBits : 4);
   constexpr uint32_t kMask = ((1u << kIdxBits) - 1) << kShift;
   // byte i sits at 8i + kShift (mod 32): rotate right by 8i.
@@ -704,13 +746,14 @@ __device__ __forceinline__ void finish_tile(const KbitParams& p, const StreamKSh
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, launch_min_blocks<Cfg>())
 kbit_gemm_kernel(const KbitParams p) {
-  __shared__ __align__(128) uint32_t lut[Cfg::kLutBytes / 4];
+  __shared__ __align__(128) uint32_t lut_static[Cfg::kStaticLutWords];
   __shared__ float e4m4[256];
   __shared__ float cb_s[32];
   __shared__ int scratch[32];                                    // scan and flags
   extern __shared__ __align__(128) uint8_t kbit_smem[];
-  int* slot_start = reinterpret_cast<int*>(kbit_smem);
-  uint8_t* ring = kbit_smem + cdiv((p.E + 1) * 4, 128) * 128;
+  uint32_t* lut = Cfg::kWideLut ? reinterpret_cast<uint32_t*>(kbit_smem) : lut_static;
+  int* slot_start = reinterpret_cast<int*>(kbit_smem + Cfg::kDynLutBytes);
+  uint8_t* ring = kbit_smem + Cfg::kDynLutBytes + cdiv((p.E + 1) * 4, 128) * 128;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const float cb_max = build_tables<Cfg>(lut, e4m4, cb_s, scratch, slot_start, p, tid);

@@ -41,9 +41,15 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 #endif
 template <int kBits, int kNT>
 constexpr int decode_nt_of() { return kBits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : kNT; }
-template <int kBits, typename T, int kNT, int kNt = decode_nt_of<kBits, kNT>()>
+// Activation rows carried in the ring stages (DecodeConfig::kActRows) where
+// every expert slot has at most that many: dense M = 1 (and grouped M = 1).
+// KBIT_DECODE_ACT_ROWS=0 keeps the activations in registers everywhere (A/B).
+#ifndef KBIT_DECODE_ACT_ROWS
+#define KBIT_DECODE_ACT_ROWS 1
+#endif
+template <int kBits, typename T, int kNT, int kActRows = 0, int kNt = decode_nt_of<kBits, kNT>()>
 using DecodeCfg = DecodeConfig<kBits, T, (KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WARPS : 16), kNt,
-                               (KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES : kNt == 4 ? 3 : 4)>;
+                               (KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES : kNt == 4 ? 3 : 4), kActRows>;
 
 // Shape rule, by measurement (H100, graph time, both kernels and both warp
 // tiles on every M <= 4 benchmark: docs/results.md "decode crossover"):
@@ -70,6 +76,9 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 }
 // 16-row tiles per warp of the decode kernel for this shape.
 inline int decode_nt(const kbit_api::KbitArgs& a) { return decode_large_layer(a) || a.E > 1 ? 4 : 2; }
+// Activation rows per ring stage: KBIT_DECODE_ACT_ROWS where no slot can hold
+// more (M rows in all), else 0 (registers).
+inline int decode_act_rows(const kbit_api::KbitArgs& a) { return a.M <= KBIT_DECODE_ACT_ROWS ? KBIT_DECODE_ACT_ROWS : 0; }
 
 #ifndef KBIT_HAS_WGMMA
 #define KBIT_HAS_WGMMA 0
@@ -250,12 +259,23 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
   return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), a, device, plan);
 }
 
-// Calls f.template operator()<DecodeCfg<bits, dtype, nt>>() (nt: 2 or 4).
+// Calls f.template operator()<DecodeCfg<bits, dtype, nt, act>>() (nt: 2 or 4;
+// act: 0 or KBIT_DECODE_ACT_ROWS).
 template <class F>
-const char* kbit_decode_dispatch(int bits, int bf16, int nt, const F& f) {
-#define KBIT_DECODE_NT_(BITS, NT)                                                          \
-  return bf16 ? f.template operator()<DecodeCfg<BITS, __nv_bfloat16, NT>>()                \
-              : f.template operator()<DecodeCfg<BITS, __half, NT>>();
+const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f) {
+#define KBIT_DECODE_ACT_(BITS, NT, ACT)                                                    \
+  return bf16 ? f.template operator()<DecodeCfg<BITS, __nv_bfloat16, NT, ACT>>()           \
+              : f.template operator()<DecodeCfg<BITS, __half, NT, ACT>>();
+#if KBIT_DECODE_ACT_ROWS > 0
+#define KBIT_DECODE_NT_(BITS, NT)                      \
+  if (act) {                                           \
+    KBIT_DECODE_ACT_(BITS, NT, KBIT_DECODE_ACT_ROWS)   \
+  } else {                                             \
+    KBIT_DECODE_ACT_(BITS, NT, 0)                      \
+  }
+#else
+#define KBIT_DECODE_NT_(BITS, NT) KBIT_DECODE_ACT_(BITS, NT, 0)
+#endif
 #define KBIT_DECODE_T(BITS)       \
   if (nt == 4) {                  \
     KBIT_DECODE_NT_(BITS, 4)      \
@@ -271,6 +291,7 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, const F& f) {
   }
 #undef KBIT_DECODE_T
 #undef KBIT_DECODE_NT_
+#undef KBIT_DECODE_ACT_
 }
 
 struct DecodePlanFn {
@@ -411,6 +432,7 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.E > 4096) return "kbit: at most 4096 experts";
   plan->mtiles = kbit::kbit_pick_mtiles(a.M, a.E);
   plan->decode = 0;
+  plan->decode_act = 0;
   plan->wgmma = 0;
 #if KBIT_HAS_WGMMA
   if (a.kernel == 4 || (a.kernel == 0 && kbit::wgmma_kernel_pays(a, plan->mtiles))) {
@@ -421,12 +443,14 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
 #endif
   const bool decode = a.kernel == 2 || a.kernel == 3 || (a.kernel == 0 && kbit::decode_kernel_pays(a));
   if (plan->mtiles == 1 && decode) {
-    const int nt = a.kernel == 3 ? 4 : kbit::decode_nt(a);
+    const int nt = a.kernel == 3 ? 4 : kbit::decode_nt(a), act = kbit::decode_act_rows(a);
     bool fits = false;
-    if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, nt, kbit::DecodePlanFn{a, device, plan, &fits}))
+    if (const char* err =
+            kbit::kbit_decode_dispatch(a.bits, a.bf16, nt, act, kbit::DecodePlanFn{a, device, plan, &fits}))
       return err;
     if (fits) {
       plan->decode = nt;   // the run selects the same configuration
+      plan->decode_act = act;
       return nullptr;
     }
   }
@@ -441,7 +465,7 @@ const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, in
                                      kbit::WgmmaRunFn{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
 #endif
   if (plan.decode)
-    return kbit::kbit_decode_dispatch(a.bits, a.bf16, plan.decode,
+    return kbit::kbit_decode_dispatch(a.bits, a.bf16, plan.decode, plan.decode_act,
                                       kbit::RunFn<true>{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
   return kbit::kbit_dispatch(a.bits, a.bf16, plan.mtiles,
                              kbit::RunFn<false>{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});

@@ -10,6 +10,12 @@
 #ifndef KBIT_HAS_BULK_COPY
 #define KBIT_HAS_BULK_COPY 0
 #endif
+// Shared memory per SM of the smallest GPU the family runs on, in KB: 100 for
+// this family (sm_86, sm_89 and sm_12x run it; sm_80 has 164); sm90.cuh and
+// later define 228 (H100/H200, B200).
+#ifndef KBIT_SMEM_PER_SM_KB
+#define KBIT_SMEM_PER_SM_KB 100
+#endif
 
 namespace kbit {
 namespace ptx {

@@ -12,6 +12,7 @@
 // reductions on global memory.
 #define KBIT_HAS_BULK_COPY 1
 #define KBIT_HAS_VEC_RED 1
+#define KBIT_SMEM_PER_SM_KB 228
 
 #include "sm80.cuh"
 

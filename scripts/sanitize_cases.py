@@ -20,7 +20,11 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          dict(m=300, n=521, k=160, bits=5, dtype="float16"), dict(m=5, n=4100, k=1056, bits=2, dtype="bfloat16"),
          dict(m=40, n=72, k=224, bits=4, dtype="bfloat16", experts=12),
          dict(m=64, n=264, k=4096, bits=4, dtype="float16", experts=64),
-         dict(m=3, n=2048, k=8192, bits=5, dtype="float16")]
+         dict(m=3, n=2048, k=8192, bits=5, dtype="float16"),
+         # 9..16 rows per expert (16-row tiles: the wide pair table at k <= 4),
+         # and one row in all with experts (decode activations in the ring stages)
+         dict(m=12, n=300, k=352, bits=3, dtype="float16"), dict(m=16, n=264, k=1024, bits=4, dtype="bfloat16"),
+         dict(m=1, n=200, k=4160, bits=4, dtype="float16", experts=8)]
 bad = 0
 KERNELS = os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma").split()
 for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhere

@@ -54,14 +54,15 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
 
 @requires_sm80
 @pytest.mark.parametrize("kernel", ["decode", "decode64"])
-@pytest.mark.parametrize("experts", [1, 16])
-def test_kbit_decode_kernel_repeatable_and_graph(experts, kernel, monkeypatch):
+@pytest.mark.parametrize("experts,m,k", [(1, 1, 4128), (1, 4, 4160), (16, 1, 4160), (16, 20, 4160)])
+def test_kbit_decode_kernel_repeatable_and_graph(experts, m, k, kernel, monkeypatch):
     """The decode kernel's split tiles (warp-level stream-K, fp32 atomics) at a
-    size with many splits, both warp tiles: every run passes, and a captured
-    graph replays on new activations and routing."""
+    size with many splits, both warp tiles, activations in registers (m = 4,
+    20) and in the ring stages (m = 1, dense with K % 64 == 32, and grouped):
+    every run passes, and a captured graph replays on new activations and
+    routing."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
-    spec = dict(problem="kbit_gemm", m=4 if experts == 1 else 20, n=1000, k=4160, bits=4, dtype="float16",
-                experts=experts, seed=7)
+    spec = dict(problem="kbit_gemm", m=m, n=1000, k=k, bits=4, dtype="float16", experts=experts, seed=7)
     data = generate(spec, "cuda")
     arg = clone_input(data)
     for _ in range(3):
