@@ -56,8 +56,9 @@ constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024
 //      slot of up to 8 rows);
 //   R > 0: a unit's R activation rows travel in its ring stage (cp.async,
 //      read with ldmatrix). There is then no register copy of prefetched
-//      fragments (14 moves per unit in the k = 4 SASS), 6-9 fewer registers,
-//      and the copies share the stage's wait: Llama-3-70B M = 1 50 vs 54 us
+//      fragments (14 moves per unit in the k = 4 SASS), fewer registers
+//      (sm_90a, k = 4: 96 vs 108 with 32-row tiles, 122 vs 128 with 64), and
+//      the copies share the stage's wait: Llama-3-70B M = 1 50 vs 54 us
 //      (docs/results.md v16). A stage holds R rows (16 warps x 3 stages x 128
 //      bytes per row fit beside the 64 KB table only for R <= 2), so the host
 //      takes it where every slot has at most R rows: dense M = 1.
@@ -186,9 +187,7 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
 // Thread t owns the pairs 2t + 8i (i = 0..3) of the block: frag[h] are the
 // registers of the k16 step h (pairs 2h and 2h + 1).
 // ---------------------------------------------------------------------------
-// prmt selector: address byte 0 = the lane word's byte 0 (replica offset),
-// byte 1 = byte i of the index word, bytes 2, 3 = the lane word's zero byte 1.
-__host__ __device__ constexpr uint32_t lut_sel(int i) { return 0x5504u | (uint32_t(i) << 4); }
+// Table addresses from one prmt each: lut_sel (kbit_gemm.cuh).
 
 __device__ __forceinline__ uint32_t lookup_byte(uint32_t lut, uint32_t index_word, uint32_t lane_word, uint32_t sel) {
   return ptx::ld_shared_const_u32(lut + ptx::prmt(index_word, lane_word, sel));

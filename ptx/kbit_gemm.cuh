@@ -134,19 +134,8 @@ struct KbitParams {
 
 // Pair index bit order, shared by the table builder and the lookup:
 // bit 2b = bit b of the first weight (even k), bit 2b + 1 = bit b of the second.
-// Whether Cfg uses the wide (decode-layout) pair table; false for
-// configurations without the flag (wgmma, tcgen05).
-template <class Cfg, class = void>
-struct WideLut {
-  static constexpr bool value = false;
-  static constexpr int kRowWords = Cfg::kCopies;
-};
-template <class Cfg>
-struct WideLut<Cfg, std::void_t<decltype(Cfg::kWideLut)>> {
-  static constexpr bool value = Cfg::kWideLut;
-  static constexpr int kRowWords = Cfg::kLutRowWords;
-};
-
+// Table rows are Cfg::kLutRowWords words: kCopies replicas, or 64 words (32
+// replicas, then unused) where Cfg::kWideLut.
 template <class Cfg>
 __device__ __forceinline__ void build_pair_lut(uint32_t* lut, const float* cb_s, float inv_max,
                                                int tid) {
@@ -168,7 +157,7 @@ __device__ __forceinline__ void build_pair_lut(uint32_t* lut, const float* cb_s,
     for (int j = 0; j < 32; j += kPerStore) {
       const int entry = j + lane / Cfg::kCopies;
       const uint32_t v = __shfl_sync(0xffffffffu, value, entry);
-      if (base + entry < Cfg::kPairEntries) lut[(base + entry) * WideLut<Cfg>::kRowWords + lane % Cfg::kCopies] = v;
+      if (base + entry < Cfg::kPairEntries) lut[(base + entry) * Cfg::kLutRowWords + lane % Cfg::kCopies] = v;
     }
   }
 }
@@ -405,15 +394,20 @@ __device__ __forceinline__ void pair_rotations(uint32_t (&rot)[5], int lane) {
   for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * (lane & 3) - 2 * (b & 3) - (b == 4 ? 8 : 0) - Cfg::kLutShift) & 31u;
 }
 
+// prmt selector of a 256-byte-row table address (the decode kernel's tables
+// and the wide pair table): byte 0 = the lane word's byte 0 (replica offset),
+// byte 1 = byte i of the index word, bytes 2, 3 = the lane word's zero byte 1.
+__host__ __device__ constexpr uint32_t lut_sel(int i) { return 0x5504u | (uint32_t(i) << 4); }
+
 template <class Cfg, int kPair, int kShift>
 __device__ __forceinline__ uint32_t lookup_pair(const uint8_t* lut, uint32_t lane_off,
                                                 const PairWord<Cfg::kBits, kShift>& w) {
-  if constexpr (WideLut<Cfg>::value) {
+  if constexpr (Cfg::kWideLut) {
     // Byte kPair of the index word (k < 4: its upper bits are stale) in byte 1
     // of the address, the lane's replica offset (lane * 4 < 128) in byte 0.
     constexpr uint32_t kClean = Cfg::kBits == 4 ? 0xFFFFFFFFu : Cfg::kBits == 3 ? 0x3F3F3F3Fu : 0x0F0F0F0Fu;
     const uint32_t idx = Cfg::kBits == 4 ? w.lo : w.lo & kClean;
-    return ptx::ld_shared_const_u32(ptx::smem_u32(lut) + ptx::prmt(idx, lane_off, 0x5504u | (uint32_t(kPair) << 4)));
+    return ptx::ld_shared_const_u32(ptx::smem_u32(lut) + ptx::prmt(idx, lane_off, lut_sel(kPair)));
   }
   constexpr int kIdxBits = 2 * (Cfg::kBits < 4 ? Cfg::kBits : 4);
   constexpr uint32_t kMask = ((1u << kIdxBits) - 1) << kShift;

@@ -70,6 +70,8 @@ struct WgmmaConfig {
   static constexpr int kCopies = kBits <= 4 ? 32 : 8;
   static constexpr int kLutBytes = kPairEntries * kCopies * 4;
   static constexpr int kLutShift = kCopies == 32 ? 7 : 5;
+  static constexpr bool kWideLut = false;   // (the tiled kernel's 256-byte table rows: KbitConfig)
+  static constexpr int kLutRowWords = kCopies;
 
   // Dynamic shared memory: the slot table, then (1024-aligned at run time) the ring.
   __host__ __device__ static constexpr size_t smem_bytes(int experts) {

@@ -78,7 +78,9 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 inline int decode_nt(const kbit_api::KbitArgs& a) { return decode_large_layer(a) || a.E > 1 ? 4 : 2; }
 // Activation rows per ring stage: KBIT_DECODE_ACT_ROWS where no slot can hold
 // more (M rows in all), else 0 (registers).
-inline int decode_act_rows(const kbit_api::KbitArgs& a) { return a.M <= KBIT_DECODE_ACT_ROWS ? KBIT_DECODE_ACT_ROWS : 0; }
+inline int decode_act_rows(const kbit_api::KbitArgs& a) {
+  return a.M <= KBIT_DECODE_ACT_ROWS ? KBIT_DECODE_ACT_ROWS : 0;
+}
 
 #ifndef KBIT_HAS_WGMMA
 #define KBIT_HAS_WGMMA 0
@@ -294,13 +296,6 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f
 #undef KBIT_DECODE_ACT_
 }
 
-struct DecodePlanFn {
-  const kbit_api::KbitArgs& a;
-  int device;
-  kbit_api::KbitPlan* plan;
-  bool* fits;
-  template <class Cfg> const char* operator()() const { return kbit_decode_plan_cfg<Cfg>(a, device, plan, fits); }
-};
 // Calls f.template operator()<CfgOf<bits, dtype, mtiles>>() for a tiled-kernel
 // configuration family (mtiles 1, 2, 4, 8, and 16 where kMaxMTiles allows it).
 template <template <int, typename, int> class CfgOf, int kMaxMTiles, int kBits, typename T, class F>
@@ -347,14 +342,6 @@ const char* kbit_wgmma_dispatch(int bits, int bf16, int mtiles, const F& f) {
   return dispatch_tiled<WgmmaCfgM, 16>(bits, bf16, mtiles, f);
 }
 
-struct WgmmaPlanFn {
-  const kbit_api::KbitArgs& a;
-  int device;
-  kbit_api::KbitPlan* plan;
-  template <class Cfg> const char* operator()() const {
-    return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_wgmma_kernel<Cfg>), a, device, plan);
-  }
-};
 // The activations [M, K] as a tensor map for the wgmma kernel's stage copies:
 // box kTileK x block_m, 128-byte swizzle (the layout its descriptors read),
 // zero fill outside the tensor. The bindings have checked that `a` is 16-byte
@@ -385,29 +372,28 @@ inline const char* encode_a_map(CUtensorMap* map, const kbit_api::KbitArgs& a, i
   return r == CUDA_SUCCESS ? nullptr : "kbit: cuTensorMapEncodeTiled rejected the activation tensor";
 }
 
-struct WgmmaRunFn {
-  const kbit_api::KbitArgs& a;
-  const kbit_api::KbitPlan& plan;
-  float* ws;
-  int32_t* counters;
-  cudaStream_t stream;
-  template <class Cfg> const char* operator()() const {
-    WgmmaParams p;
-    static_cast<KbitParams&>(p) = kbit_params(a, plan, ws, counters);
-    if (const char* err = encode_a_map(&p.a_map, a, Cfg::BLOCK_M)) return err;
-    return kbit_launch<Cfg>(&kbit_wgmma_kernel<Cfg>, p, a, plan, stream);
-  }
-};
 #endif
 
+// The functors the dispatchers call with a configuration Cfg: plan or launch
+// kernel K (the mma.sync tiled, the decode or the wgmma tiled kernel).
+enum class Kernel { kTiled, kDecode, kWgmma };
+
+template <Kernel K>
 struct PlanFn {
   const kbit_api::KbitArgs& a;
   int device;
   kbit_api::KbitPlan* plan;
-  template <class Cfg> const char* operator()() const { return kbit_plan_cfg<Cfg>(a, device, plan); }
+  bool* fits = nullptr;   // kDecode: set false (no error) where the kernel does not fit the device
+  template <class Cfg> const char* operator()() const {
+    if constexpr (K == Kernel::kDecode) return kbit_decode_plan_cfg<Cfg>(a, device, plan, fits);
+#if KBIT_HAS_WGMMA
+    else if constexpr (K == Kernel::kWgmma)
+      return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_wgmma_kernel<Cfg>), a, device, plan);
+#endif
+    else return kbit_plan_cfg<Cfg>(a, device, plan);
+  }
 };
-// Launch of the decode kernel (kDecode) or of the tiled kernel for a Cfg.
-template <bool kDecode>
+template <Kernel K>
 struct RunFn {
   const kbit_api::KbitArgs& a;
   const kbit_api::KbitPlan& plan;
@@ -416,8 +402,16 @@ struct RunFn {
   cudaStream_t stream;
   template <class Cfg> const char* operator()() const {
     const KbitParams p = kbit_params(a, plan, ws, counters);
-    if constexpr (kDecode)
+    if constexpr (K == Kernel::kDecode)
       return kbit_launch<Cfg>(&kbit_decode_kernel<Cfg>, decode_params<Cfg>(p, a, plan.grid), a, plan, stream);
+#if KBIT_HAS_WGMMA
+    else if constexpr (K == Kernel::kWgmma) {
+      WgmmaParams w;
+      static_cast<KbitParams&>(w) = p;
+      if (const char* err = encode_a_map(&w.a_map, a, Cfg::BLOCK_M)) return err;
+      return kbit_launch<Cfg>(&kbit_wgmma_kernel<Cfg>, w, a, plan, stream);
+    }
+#endif
     else return kbit_launch<Cfg>(&kbit_gemm_kernel<Cfg>, p, a, plan, stream);
   }
 };
@@ -438,15 +432,16 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.kernel == 4 || (a.kernel == 0 && kbit::wgmma_kernel_pays(a, plan->mtiles))) {
     plan->mtiles = kbit::wgmma_mtiles(a, plan->mtiles);
     plan->wgmma = 1;
-    return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan->mtiles, kbit::WgmmaPlanFn{a, device, plan});
+    return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan->mtiles,
+                                     kbit::PlanFn<kbit::Kernel::kWgmma>{a, device, plan});
   }
 #endif
   const bool decode = a.kernel == 2 || a.kernel == 3 || (a.kernel == 0 && kbit::decode_kernel_pays(a));
   if (plan->mtiles == 1 && decode) {
     const int nt = a.kernel == 3 ? 4 : kbit::decode_nt(a), act = kbit::decode_act_rows(a);
     bool fits = false;
-    if (const char* err =
-            kbit::kbit_decode_dispatch(a.bits, a.bf16, nt, act, kbit::DecodePlanFn{a, device, plan, &fits}))
+    if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, nt, act,
+                                                     kbit::PlanFn<kbit::Kernel::kDecode>{a, device, plan, &fits}))
       return err;
     if (fits) {
       plan->decode = nt;   // the run selects the same configuration
@@ -454,21 +449,21 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
       return nullptr;
     }
   }
-  return kbit::kbit_dispatch(a.bits, a.bf16, plan->mtiles, kbit::PlanFn{a, device, plan});
+  return kbit::kbit_dispatch(a.bits, a.bf16, plan->mtiles, kbit::PlanFn<kbit::Kernel::kTiled>{a, device, plan});
 }
 
 const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, int32_t* counters,
                           void* stream) {
+  using kbit::Kernel, kbit::RunFn;
+  const cudaStream_t st = static_cast<cudaStream_t>(stream);
 #if KBIT_HAS_WGMMA
   if (plan.wgmma)
-    return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan.mtiles,
-                                     kbit::WgmmaRunFn{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
+    return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan.mtiles, RunFn<Kernel::kWgmma>{a, plan, ws, counters, st});
 #endif
   if (plan.decode)
     return kbit::kbit_decode_dispatch(a.bits, a.bf16, plan.decode, plan.decode_act,
-                                      kbit::RunFn<true>{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
-  return kbit::kbit_dispatch(a.bits, a.bf16, plan.mtiles,
-                             kbit::RunFn<false>{a, plan, ws, counters, static_cast<cudaStream_t>(stream)});
+                                      RunFn<Kernel::kDecode>{a, plan, ws, counters, st});
+  return kbit::kbit_dispatch(a.bits, a.bf16, plan.mtiles, RunFn<Kernel::kTiled>{a, plan, ws, counters, st});
 }
 
 const char* nvfp4_gemv_run(const Nvfp4Args& a, int device, void* stream) {

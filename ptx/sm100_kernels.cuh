@@ -184,6 +184,8 @@ struct KbitTcConfig {
   static constexpr int kPairEntries = 1 << (2 * kBits);
   static constexpr int kLutBytes = kPairEntries * kCopies * 4;
   static constexpr int kLutShift = kCopies == 32 ? 7 : 5;
+  static constexpr bool kWideLut = false;   // (the tiled kernel's 256-byte table rows: KbitConfig)
+  static constexpr int kLutRowWords = kCopies;
   static constexpr int kPlaneBytes = BLOCK_N * 8 * kBits;   // one K-tile of plane words
   static constexpr uint32_t kTmemCols = BLOCK_M < 32 ? 32 : BLOCK_M;
   static_assert(BLOCK_M % 16 == 0 && BLOCK_M >= 16 && BLOCK_M <= 128, "MMA N for M = 128");
