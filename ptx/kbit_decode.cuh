@@ -59,9 +59,10 @@ constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024
 //      fragments (14 moves per unit in the k = 4 SASS), fewer registers
 //      (sm_90a, k = 4: 96 vs 108 with 32-row tiles, 122 vs 128 with 64), and
 //      the copies share the stage's wait: Llama-3-70B M = 1 50 vs 54 us
-//      (docs/results.md v16). A stage holds R rows (16 warps x 3 stages x 128
-//      bytes per row fit beside the 64 KB table only for R <= 2), so the host
-//      takes it where every slot has at most R rows: dense M = 1.
+//      (docs/results.md v16). A stage holds R rows, so the host takes it
+//      where no slot can have more (M <= R). With 64-row tiles (3 stages of
+//      16 warps beside the 64 KB table) R = 4 fits one SM only because the
+//      part buffers then keep 4 columns (kPartCols).
 template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_, int kActRows_ = 0>
 struct DecodeConfig {
   static constexpr int kBits = kBits_;
@@ -106,7 +107,11 @@ struct DecodeConfig {
   // (BLOCK_N x BLOCK_M) for the tile it shares with earlier warps, and each
   // tile's first warp an mbarrier counting the others' lanes in (DecodeSplit::bar).
   // With the bulk-copy ring, each warp's ring stages have one mbarrier each.
-  static constexpr int kSumFloats = BLOCK_N * BLOCK_M;
+  // A part buffer keeps the slot's rows only: kActRows where the stage carries
+  // them (the host gives such a configuration no larger slot), else BLOCK_M.
+  // (At kActRows = 4 the 64-row tiles fit one SM only with the smaller buffers.)
+  static constexpr int kPartCols = kSmemAct ? kActRows : BLOCK_M;
+  static constexpr int kSumFloats = BLOCK_N * kPartCols;
   static constexpr int kSumBytes =
       kWarps * kSumFloats * 4 + (kWarps + 1) * 8 + (kDecodeBulkRing ? kWarps * kStages * 8 : 0);
 
@@ -484,18 +489,18 @@ struct DecodeSplit {
   __device__ int begin(int w) const { return cb + int((unsigned long long)w * unsigned(ce - cb) / kWarps); }
   // The warp of this CTA holding its unit x (cb <= x < ce): the last warp
   // beginning at or before x (empty warps begin where the next one does).
-  __device__ int warp_of(int x) const {
-    int w = 0;
-#pragma unroll
-    for (int i = 1; i < kWarps; ++i) w += begin(i) <= x;
-    return w;
+  // Called by the whole warp, lane l holding lane_begin = begin(min(l, kWarps)):
+  // one ballot, not kWarps - 1 begin() evaluations (~200 instructions per
+  // warp for the four calls of the set-up: ncu, Qwen3 q M = 1).
+  __device__ static int warp_of(int x, int lane_begin, int lane) {
+    return __popc(__ballot_sync(0xffffffffu, lane >= 1 && lane < kWarps && lane_begin <= x));
   }
   // This CTA's warps holding units of `tile`: the first and the last (with
-  // fewer units than warps, empty warps lie between them).
-  __device__ void local_span(int tile, int& first, int& last) const {
+  // fewer units than warps, empty warps lie between them). Whole warp.
+  __device__ void local_span(int tile, int lane_begin, int lane, int& first, int& last) const {
     const int t0 = tile * k_tiles;
-    first = warp_of(max(t0, cb));
-    last = warp_of(min(t0 + k_tiles, ce) - 1);
+    first = warp_of(max(t0, cb), lane_begin, lane);
+    last = warp_of(min(t0 + k_tiles, ce) - 1, lane_begin, lane);
   }
   // How many CTAs hold units of `tile`.
   __device__ int cta_owners(int tile) const {
@@ -584,7 +589,10 @@ kbit_decode_kernel(const DecodeParams p) {
   // after the prologue copies of all SMs (~13 MB) queues behind them (ncu put
   // ~17 % of the warps' samples at the first barrier when the offsets were
   // loaded there, Llama-3-8B gate/up, M = 1).
-  if (tid < kLevels && !(KBIT_DECODE_PROBE & 16)) cb_s[tid] = __ldg(p.codebook + tid);
+  // (Into a register here, into shared memory just before the barrier: a store
+  // here would hold warp 0 until the value arrives, ahead of its copies.)
+  float cb_v = 0.f;
+  if (tid < kLevels && !(KBIT_DECODE_PROBE & 16)) cb_v = __ldg(p.codebook + tid);
   uint32_t tl_cb = 0, tl_w = 0;   // kTimeline: thread 0's probe loads
   if (kTimeline && !(KBIT_DECODE_PROBE & 16) && tid == 0) tl_cb = __ldg(reinterpret_cast<const uint32_t*>(p.codebook));
   const bool dense = p.E == 1;
@@ -680,23 +688,29 @@ kbit_decode_kernel(const DecodeParams p) {
   if (kTimeline && tid == 0) tl.c_act = clock64();
 
   // Where the parts of the warp's first and last tile go (after the first
-  // copies: integer divisions are long dependent chains).
-  static_assert(Cfg::kWarps <= 32, "one bit per warp");
-  const uint32_t busy = __ballot_sync(0xffffffffu, lane < Cfg::kWarps && split.begin(lane + 1) > split.begin(lane));
-  if (lane < 2) {
-    const int tile = int(by_k_tiles.div(uint32_t(lane ? u_end - 1 : u_begin)));
-    int4 e = make_int4(-1, 0, 0, 0);
-    if (active) {
-      int first, last;
-      split.local_span(tile, first, last);
+  // copies). Lane l holds warp l's first unit (l <= kWarps; begin(kWarps) =
+  // ce): the warp's queries below are ballots over these.
+  static_assert(Cfg::kWarps < 32, "one lane per warp start, and the end");
+  const int lane_begin = split.begin(min(lane, Cfg::kWarps));
+  const int next_begin = __shfl_down_sync(0xffffffffu, lane_begin, 1);   // (every lane takes part)
+  const uint32_t busy = __ballot_sync(0xffffffffu, lane < Cfg::kWarps && next_begin > lane_begin);
+  if (active) {
+    // Lanes 0 and 1: the tile of the warp's first and of its last unit.
+    const int tile1 = int(by_k_tiles.div(uint32_t(u_end - 1)));
+    int first0, last0, first1, last1;
+    split.local_span(tile0, lane_begin, lane, first0, last0);
+    split.local_span(tile1, lane_begin, lane, first1, last1);
+    if (lane < 2) {
+      const int tile = lane ? tile1 : tile0, first = lane ? first1 : first0, last = lane ? last1 : last0;
       const uint32_t others = busy & ((2u << last) - (2u << first));
-      e = make_int4(tile, first | split.bar(tile, first) << 8, split.cta_owners(tile) - 1, int(others));
+      ends_s[warp][lane] = make_int4(tile, first | split.bar(tile, first) << 8, split.cta_owners(tile) - 1, int(others));
       // The first warp of a split tile counts the later ones in with an
       // mbarrier; only the tile of a warp's last unit can be one it is first of.
       if (lane == 1 && first == warp && others)
         ptx::mbarrier_init(bars + 8 * split.bar(tile, first), kWarpSize * __popc(others));
     }
-    ends_s[warp][lane] = e;
+  } else if (lane < 2) {
+    ends_s[warp][lane] = make_int4(-1, 0, 0, 0);
   }
 
   if (kTimeline && tid == 0) {
@@ -708,6 +722,7 @@ kbit_decode_kernel(const DecodeParams p) {
     tl.c_wval = (KBIT_DECODE_PROBE & 512) ? clock_after(tl_w) : tl.c0;
   }
   if (dense) offsets_ok = dense_off0 == 0 && dense_off1 == p.M;
+  if (tid < kLevels && !(KBIT_DECODE_PROBE & 16)) cb_s[tid] = cb_v;
   __syncthreads();   // cb_s
   if constexpr (kTimeline) tl.c_cb = clock64();
   float cb_max = 0.f;
@@ -827,7 +842,7 @@ kbit_decode_kernel(const DecodeParams p) {
         // lane's own stores at CTA scope, no wait for in-flight copies).
         float* mine = parts + warp * Cfg::kSumFloats;
         for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
-          if (m < pos.rows) mine[n * Cfg::BLOCK_M + m] = x;
+          if (m < pos.rows) mine[n * Cfg::kPartCols + m] = x;
         });
         ptx::mbarrier_arrive(bar);
         store = false;
@@ -843,7 +858,7 @@ kbit_decode_kernel(const DecodeParams p) {
             const float* theirs = parts + (__ffs(others) - 1) * Cfg::kSumFloats;
             others &= others - 1;
             for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
-              if (m < pos.rows) x += theirs[n * Cfg::BLOCK_M + m];
+              if (m < pos.rows) x += theirs[n * Cfg::kPartCols + m];
             });
           } while (others);
         }

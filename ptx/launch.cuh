@@ -42,37 +42,37 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 template <int kBits, int kNT>
 constexpr int decode_nt_of() { return kBits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : kNT; }
 // Activation rows carried in the ring stages (DecodeConfig::kActRows) where
-// every expert slot has at most that many: dense M = 1 (and grouped M = 1).
+// every expert slot has at most that many: dense M <= 4 (and grouped M <= 4).
 // KBIT_DECODE_ACT_ROWS=0 keeps the activations in registers everywhere (A/B).
 #ifndef KBIT_DECODE_ACT_ROWS
-#define KBIT_DECODE_ACT_ROWS 1
+#define KBIT_DECODE_ACT_ROWS 4
 #endif
 template <int kBits, typename T, int kNT, int kActRows = 0, int kNt = decode_nt_of<kBits, kNT>()>
 using DecodeCfg = DecodeConfig<kBits, T, (KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WARPS : 16), kNt,
                                (KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES : kNt == 4 ? 3 : 4), kActRows>;
 
 // Shape rule, by measurement (H100, graph time, both kernels and both warp
-// tiles on every M <= 4 benchmark: docs/results.md "decode crossover"):
-// * dense layers of at least 2^27 weights, M <= 4: the decode kernel with
-//   64-row warp tiles (Llama-3-70B: 63 vs 72 us at M = 1, 69 vs 73 us at M = 4);
-// * smaller dense layers at M = 1: the decode kernel with 32-row warp tiles
-//   (Llama-3-8B 24 vs 27 us, Qwen3 layers 8-13 vs 9-13 us);
+// tiles on every M <= 4 benchmark: docs/results.md "decode crossover", v17):
+// * dense layers, M <= 4: the decode kernel, with 64-row warp tiles on layers
+//   of at least 2^27 weights (Llama-3-70B: 63 vs 72 us at M = 1, 69 vs 73 us
+//   at M = 4), else 32-row tiles (M = 1: Llama-3-8B 24 vs 27 us, Qwen3 layers
+//   8-13 vs 9-13 us; M = 4, with its rows in the ring stages: Llama-3-8B 20
+//   vs 25 us, Qwen3 layers 7.4-10.2 vs 7.9-11.3 us);
 // * grouped layers with at most 8 rows per expert (on average) and at least
 //   2^24 weights in the active experts (min(E, M) of them; the host does not
 //   know how many are empty): the decode kernel with 64-row warp tiles
 //   (docs/results.md v13: Qwen3-Coder-Next experts at 16 tokens, gate/up
 //   65.9 vs 94.0 us with the tiled kernel, down 42.8 vs 56.3; GLM-4.7 at 64
 //   tokens 52.2 vs 67.0; at 1 token level, 16.9 vs 16.8);
-// * everything else, the tiled kernel: at M = 2..4 on the smaller dense layers
-//   it measured faster (Qwen3 dense M = 4: 12-13 vs 14-16 us), and on small
-//   grouped layers (8 experts of 512 x 512: 8.6 vs 10.6 us).
+// * everything else, the tiled kernel: on small grouped layers it measured
+//   faster (8 experts of 512 x 512: 8.6 vs 10.6 us).
 inline bool decode_large_layer(const kbit_api::KbitArgs& a) { return (long long)a.N * a.K >= (1ll << 27); }
 inline bool decode_grouped(const kbit_api::KbitArgs& a) {
   const long long active = a.E < a.M ? a.E : a.M;
   return a.E > 1 && active * a.N * a.K >= (1ll << 24);
 }
 inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
-  return (a.E == 1 && (a.M == 1 || (a.M <= 4 && decode_large_layer(a)))) || decode_grouped(a);
+  return (a.E == 1 && a.M <= 4) || decode_grouped(a);
 }
 // 16-row tiles per warp of the decode kernel for this shape.
 inline int decode_nt(const kbit_api::KbitArgs& a) { return decode_large_layer(a) || a.E > 1 ? 4 : 2; }
