@@ -31,8 +31,12 @@ struct FastDiv {
 
   // Built where d is known (the host, or a device set-up that cannot avoid it).
   KBIT_HD static FastDiv of(uint32_t d) {
+#if defined(__CUDA_ARCH__)
+    const uint32_t l = d > 1 ? 32 - __clz(d - 1) : 0;   // ceil(log2 d), one instruction
+#else
     uint32_t l = 0;
     while ((uint64_t(1) << l) < d) ++l;
+#endif
     FastDiv f;
     f.d = d;
     f.shift = 31 + l;

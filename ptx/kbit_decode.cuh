@@ -589,8 +589,9 @@ kbit_decode_kernel(const DecodeParams p) {
   // after the prologue copies of all SMs (~13 MB) queues behind them (ncu put
   // ~17 % of the warps' samples at the first barrier when the offsets were
   // loaded there, Llama-3-8B gate/up, M = 1).
-  // (Into a register here, into shared memory just before the barrier: a store
-  // here would hold warp 0 until the value arrives, ahead of its copies.)
+  // (Into a register here, into shared memory later (store_cb): a store here
+  // would hold every warp until the value arrives, ahead of its copies; the
+  // scoreboard wait does not depend on the predicate.)
   float cb_v = 0.f;
   if (tid < kLevels && !(KBIT_DECODE_PROBE & 16)) cb_v = __ldg(p.codebook + tid);
   uint32_t tl_cb = 0, tl_w = 0;   // kTimeline: thread 0's probe loads
@@ -668,6 +669,15 @@ kbit_decode_kernel(const DecodeParams p) {
     for (int s = 0; s < Cfg::kStages - 1; ++s) produce();
   }
   if (kTimeline && tid == 0) tl.c_pro = clock64();
+  // The codebook into shared memory: just before the barrier where the
+  // activations travel in the ring, but ahead of the register activation
+  // loads where they do not (a store after those waits for them too: ncu,
+  // grouped t = 1, 14 % of the samples at the store; moving it here made the
+  // grouped decode cases 2 us faster, docs/results.md v17).
+  const auto store_cb = [&] {
+    if (tid < kLevels && !(KBIT_DECODE_PROBE & 16)) cb_s[tid] = cb_v;
+  };
+  if constexpr (!Cfg::kSmemAct) store_cb();
   // The first unit's activations too (loaded to registers, see load_act).
   const int g = lane >> 2, t = lane & 3;
   const bool k_half = p.K % kTileK != 0;   // the last K-tile has only its lower block
@@ -722,7 +732,7 @@ kbit_decode_kernel(const DecodeParams p) {
     tl.c_wval = (KBIT_DECODE_PROBE & 512) ? clock_after(tl_w) : tl.c0;
   }
   if (dense) offsets_ok = dense_off0 == 0 && dense_off1 == p.M;
-  if (tid < kLevels && !(KBIT_DECODE_PROBE & 16)) cb_s[tid] = cb_v;
+  if constexpr (Cfg::kSmemAct) store_cb();
   __syncthreads();   // cb_s
   if constexpr (kTimeline) tl.c_cb = clock64();
   float cb_max = 0.f;
