@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One device call: build, GPU tests, sanitizers, host overhead, ncu, benchmarks.
-# Usage (repo root on the GPU machine): STEPS="build tests sanitize|memcheck|racecheck host ncu bench bench_tiled variants ab" \
+# Usage (repo root on the GPU machine): STEPS="build tests sanitize|memcheck|racecheck|synccheck host ncu bench bench_tiled variants ab" \
 #   BENCH='regex' BENCH_TILED='regex' NCU='case1 case2' ROUNDS=n bash scripts/device_run.sh [extra eval/run.py args]
 # ab: BENCH in this tree and in build/old (an older tree carried to the device,
 # e.g. `git archive <commit> | tar -x -C build/old`), alternating, ROUNDS times.
@@ -42,8 +42,9 @@ if has tests; then
   python3 -m pytest -q -x tests/test_gpu_wrappers.py tests/test_gpu_kernels.py 2>&1 | tee "$OUT/pytest_gpu.txt" | tail -4
   python3 eval/run.py --mode test > "$OUT/tests.txt" 2>&1; grep -E "FAIL|^tests" "$OUT/tests.txt" | tail -5
 fi
-# sanitize = memcheck + racecheck (~9 min together on an H100); SANITIZE_KERNELS trims the case list.
-for tool in memcheck racecheck; do
+# sanitize = memcheck + racecheck + synccheck (one after another; ~12 min on an H100, ~5 in parallel
+# on the decode kernels alone); SANITIZE_KERNELS trims the case list.
+for tool in memcheck racecheck synccheck; do
   if has sanitize || has $tool; then
     compute-sanitizer --tool $tool --error-exitcode 9 python3 scripts/sanitize_cases.py > "$OUT/$tool.txt" 2>&1
     echo "$tool rc=$? $(tail -1 "$OUT/$tool.txt")"
