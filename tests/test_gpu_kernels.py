@@ -54,13 +54,14 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
 
 @requires_sm80
 @pytest.mark.parametrize("kernel", ["decode", "decode64"])
-@pytest.mark.parametrize("experts,m,k", [(1, 1, 4128), (1, 4, 4160), (16, 1, 4160), (16, 20, 4160)])
+@pytest.mark.parametrize("experts,m,k", [(1, 1, 4128), (1, 3, 4128), (1, 4, 4160), (1, 6, 4160), (16, 1, 4160),
+                                          (16, 20, 4160)])
 def test_kbit_decode_kernel_repeatable_and_graph(experts, m, k, kernel, monkeypatch):
     """The decode kernel's split tiles (warp-level stream-K, fp32 atomics) at a
-    size with many splits, both warp tiles, activations in registers (m = 4,
-    20) and in the ring stages (m = 1, dense with K % 64 == 32, and grouped):
-    every run passes, and a captured graph replays on new activations and
-    routing."""
+    size with many splits, both warp tiles, activations in the ring stages
+    (dense m <= 4, also with K % 64 == 32 and fewer rows than the stage holds,
+    and grouped m = 1) and in registers (dense m = 6, grouped m = 20): every
+    run passes, and a captured graph replays on new activations and routing."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
     spec = dict(problem="kbit_gemm", m=m, n=1000, k=k, bits=4, dtype="float16", experts=experts, seed=7)
     data = generate(spec, "cuda")
