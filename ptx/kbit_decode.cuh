@@ -25,9 +25,10 @@
 //   address arithmetic.
 // * Scale bytes are decoded once per warp and stage (E4M4 bits shifted into an
 //   fp32 exponent/mantissa, times 2^116), not once per quad thread.
-// * The activations (at most 8 rows, L2-resident) are loaded straight into the
-//   MMA B registers one unit ahead, eight 4-byte loads per K-tile; the ring
-//   holds only weights.
+// * The activations travel in the ring stages where a slot has at most 4 rows
+//   (dense M <= 4: cp.async beside the weights, read with ldmatrix); larger
+//   slots (up to 8 rows, L2-resident) are loaded straight into the MMA B
+//   registers one unit ahead, eight 4-byte loads per K-tile (DecodeConfig).
 //
 // MMA roles as in kbit_gemm.cuh: weights are the A operand (16 n x 16 k),
 // activations the B operand (16 k x 8 rows m).
