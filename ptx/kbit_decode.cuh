@@ -74,6 +74,13 @@ struct DecodeConfig {
   static constexpr int kThreads = kWarps * kWarpSize;
   static constexpr int kActRows = kActRows_;   // activation rows per stage (0: in registers)
   static constexpr bool kSmemAct = kActRows > 0;
+  // Configurations whose stages carry the activations serve dense layers only
+  // (the host takes them at E = 1 and M <= kActRows, with a work split whose
+  // products fit 31 bits: decode_dense_narrow): their set-up then has no
+  // expert slots, no device-side split and no 64-bit share arithmetic
+  // (~270 set-up instructions per warp before the first copy were mostly
+  // those: ncu source view, docs/results.md v17).
+  static constexpr bool kDense = kSmemAct;
   static constexpr int BLOCK_M = 8;          // activation rows of a slot (one MMA n8)
   static constexpr int BLOCK_N = 16 * kNT;   // weight rows of a (warp) tile
 
@@ -161,30 +168,33 @@ __device__ __forceinline__ uint32_t pair_value(int idx, const float* cb_s, float
 }
 
 // Thread i writes the 16-byte chunks [i * kPer, (i + 1) * kPer) of the table
-// (row-major: entry, chunk), so it computes each entry's value once, not once
-// per chunk: the table is on the critical path of every call (the main loop
-// starts when it is complete).
+// (row-major: entry, chunk), computing each value once: a value fills
+// kKeyChunks consecutive chunks (a row, or for quads half a row), and a
+// thread's chunks are whole values or part of one (static_assert), so the
+// loop below has no per-chunk test. The table is on the critical path of every
+// call (the main loop starts when it is complete).
 template <class Cfg>
 __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s, float inv_max, int tid) {
   constexpr int kChunks = Cfg::kEntryUsed / 16;   // 16-byte stores per table row
+  constexpr int kKeyChunks = Cfg::kQuad ? kChunks / 2 : kChunks;   // of one value
   constexpr int kTotal = Cfg::kEntries * kChunks;
-  constexpr int kPer = cdiv(kTotal, Cfg::kThreads);
-  int key_have = -1;
-  uint4 v{};
+  constexpr int kPer = kTotal / Cfg::kThreads;
+  static_assert(kTotal % Cfg::kThreads == 0, "every thread writes the same number of chunks");
+  static_assert(kPer % kKeyChunks == 0 || kKeyChunks % kPer == 0, "a thread's chunks: whole values or part of one");
+  constexpr int kValues = kPer > kKeyChunks ? kPer / kKeyChunks : 1;
+  constexpr int kStores = kPer < kKeyChunks ? kPer : kKeyChunks;
 #pragma unroll
-  for (int j = 0; j < kPer; ++j) {
-    const int i = tid * kPer + j;
-    if (kTotal % Cfg::kThreads != 0 && i >= kTotal) break;
-    const int e = i / kChunks, c = i - e * kChunks;
+  for (int j = 0; j < kValues; ++j) {
+    const int i0 = tid * kPer + j * kKeyChunks;   // the value's first chunk here
+    const int key = i0 / kKeyChunks, e = Cfg::kQuad ? key >> 1 : key;
     // Quads: pair e & 15 in the row's first half, pair e >> 4 in its second.
-    const int key = Cfg::kQuad ? 2 * e + (c >= kChunks / 2) : e;
-    if (key != key_have) {
-      key_have = key;
-      const int pair = Cfg::kQuad ? (key & 1 ? e >> 4 : e & 15) : e;
-      const uint32_t x = pair_value<Cfg>(pair, cb_s, inv_max);
-      v = make_uint4(x, x, x, x);
-    }
-    *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = v;
+    const int pair = Cfg::kQuad ? (key & 1 ? e >> 4 : e & 15) : e;
+    const uint32_t x = pair_value<Cfg>(pair, cb_s, inv_max);
+    const uint4 v = make_uint4(x, x, x, x);
+    uint8_t* row = lut + e * Cfg::kEntryBytes;
+#pragma unroll
+    for (int c = 0; c < kStores; ++c)
+      *reinterpret_cast<uint4*>(row + (i0 - e * kChunks + c) * 16) = v;
   }
 }
 
@@ -442,7 +452,10 @@ struct DecodeParams : KbitParams {
   FastDiv split_ctas_div, split_units_div;
 };
 
-template <int kWarps>
+// kNarrow: the host has checked that every product of a CTA or warp index
+// with a unit count fits 31 bits (dense layers of the kDense configurations),
+// so no share needs a 64-bit test or a slow path.
+template <int kWarps, bool kNarrow = false>
 struct DecodeSplit {
   int k_tiles;
   int c;          // CTAs with units
@@ -454,10 +467,12 @@ struct DecodeSplit {
   // where share i begins, and which share holds unit x. Multiply-shift
   // divisions where the products fit 31 bits (always, short of 2^24 units).
   __device__ static int share_begin(int i, int n, const FastDiv& parts) {
+    if constexpr (kNarrow) return int(parts.div(uint32_t(i * n)));
     const long long v = (long long)i * n;
     return v < (1ll << 31) ? int(parts.div(uint32_t(v))) : int(v / parts.d);
   }
   __device__ static int owner(int x, const FastDiv& n, int parts) {
+    if constexpr (kNarrow) return int(n.div(uint32_t((x + 1) * parts - 1)));
     const long long v = (long long)(x + 1) * parts - 1;
     return v < (1ll << 31) ? int(n.div(uint32_t(v))) : int(v / n.d);
   }
@@ -467,7 +482,7 @@ struct DecodeSplit {
   // offsets; two 64-bit divisions then build the divisors).
   __device__ void init(const DecodeParams& p, int tiles, int C, int cta, int min_units) {
     k_tiles = p.layout.k_tiles;
-    if (p.split_units > 0 && tiles * k_tiles == p.split_units) {
+    if (kNarrow || (p.split_units > 0 && tiles * k_tiles == p.split_units)) {
       u_all = p.split_units;
       c = p.split_ctas;
       by_c = p.split_ctas_div;
@@ -487,7 +502,10 @@ struct DecodeSplit {
     return want < 1 ? 1 : want < C ? want : C;
   }
   // Warp w's units: [begin(w), begin(w + 1)).
-  __device__ int begin(int w) const { return cb + int((unsigned long long)w * unsigned(ce - cb) / kWarps); }
+  __device__ int begin(int w) const {
+    if constexpr (kNarrow) return cb + int(unsigned(w) * unsigned(ce - cb) / kWarps);
+    return cb + int((unsigned long long)w * unsigned(ce - cb) / kWarps);
+  }
   // The warp of this CTA holding its unit x (cb <= x < ce): the last warp
   // beginning at or before x (empty warps begin where the next one does).
   // Called by the whole warp, lane l holding lane_begin = begin(min(l, kWarps)):
@@ -597,7 +615,7 @@ kbit_decode_kernel(const DecodeParams p) {
   if (tid < kLevels && !(KBIT_DECODE_PROBE & 16)) cb_v = __ldg(p.codebook + tid);
   uint32_t tl_cb = 0, tl_w = 0;   // kTimeline: thread 0's probe loads
   if (kTimeline && !(KBIT_DECODE_PROBE & 16) && tid == 0) tl_cb = __ldg(reinterpret_cast<const uint32_t*>(p.codebook));
-  const bool dense = p.E == 1;
+  const bool dense = Cfg::kDense || p.E == 1;
   int dense_off0 = 0, dense_off1 = p.M;   // dense: checked at the second barrier
   if (dense && tid == 0) {
     dense_off0 = __ldg(p.offsets);
@@ -609,13 +627,15 @@ kbit_decode_kernel(const DecodeParams p) {
   // Dense layers (E = 1) locate slots without the offsets, so the first copies
   // go out before anything else has arrived; the offsets are checked below,
   // before anything is written. Grouped layers need the slot table first.
+  // A dense layer is one slot (the host gives this kernel M <= 8 rows per
+  // slot, and checks M <= 8 here with the offsets).
   bool offsets_ok = true;
   if (!dense) offsets_ok = build_slot_table<Cfg>(slot_start, scratch, p.offsets, p.E, p.M, tid);
-  const int S = dense ? cdiv(p.M, Cfg::BLOCK_M) : (offsets_ok ? slot_start[p.E] : 0);
+  const int S = dense ? 1 : (offsets_ok ? slot_start[p.E] : 0);
   const int n_blocks = cdiv(p.N, Cfg::BLOCK_N);
   const int k_tiles = p.layout.k_tiles;
   const bool fits = (long long)S * n_blocks <= p.max_tiles;
-  DecodeSplit<Cfg::kWarps> split;
+  DecodeSplit<Cfg::kWarps, Cfg::kDense> split;
   split.init(p, fits ? S * n_blocks : 0, gridDim.x, blockIdx.x, kDecodeMinUnits);
   const FastDiv& by_k_tiles = p.k_tiles_div;
   const int u_begin = split.begin(warp), u_end = split.begin(warp + 1);
@@ -624,13 +644,12 @@ kbit_decode_kernel(const DecodeParams p) {
 
   auto locate = [&](int tile) -> TilePos {
     if (!dense) return locate_tile<Cfg>(tile, S, slot_start, p.offsets, p.E);
-    TilePos pos;
-    const int nb = S == 1 ? tile : tile / S, slot = tile - nb * S;   // S = 1 at M <= 8
+    TilePos pos;   // dense: tile = n-block
     pos.tile = tile;
     pos.expert = 0;
-    pos.row0 = slot * Cfg::BLOCK_M;
-    pos.rows = min(Cfg::BLOCK_M, p.M - pos.row0);
-    pos.n0 = nb * Cfg::BLOCK_N;
+    pos.row0 = 0;
+    pos.rows = min(Cfg::BLOCK_M, p.M);
+    pos.n0 = tile * Cfg::BLOCK_N;
     return pos;
   };
 
@@ -732,7 +751,9 @@ kbit_decode_kernel(const DecodeParams p) {
     if ((KBIT_DECODE_PROBE & 512) && active) tl_w = __ldg(reinterpret_cast<const uint32_t*>(cur.w_src));
     tl.c_wval = (KBIT_DECODE_PROBE & 512) ? clock_after(tl_w) : tl.c0;
   }
-  if (dense) offsets_ok = dense_off0 == 0 && dense_off1 == p.M;
+  if (dense)
+    offsets_ok = dense_off0 == 0 && dense_off1 == p.M && p.M <= (Cfg::kDense ? Cfg::kActRows : Cfg::BLOCK_M) &&
+                 (!Cfg::kDense || (p.E == 1 && p.split_units > 0));
   if constexpr (Cfg::kSmemAct) store_cb();
   __syncthreads();   // cb_s
   if constexpr (kTimeline) tl.c_cb = clock64();

@@ -42,7 +42,7 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 template <int kBits, int kNT>
 constexpr int decode_nt_of() { return kBits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : kNT; }
 // Activation rows carried in the ring stages (DecodeConfig::kActRows) where
-// every expert slot has at most that many: dense M <= 4 (and grouped M <= 4).
+// every row fits: dense M <= 4 (those configurations are dense-only).
 // KBIT_DECODE_ACT_ROWS=0 keeps the activations in registers everywhere (A/B).
 #ifndef KBIT_DECODE_ACT_ROWS
 #define KBIT_DECODE_ACT_ROWS 4
@@ -76,10 +76,20 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 }
 // 16-row tiles per warp of the decode kernel for this shape.
 inline int decode_nt(const kbit_api::KbitArgs& a) { return decode_large_layer(a) || a.E > 1 ? 4 : 2; }
-// Activation rows per ring stage: KBIT_DECODE_ACT_ROWS where no slot can hold
-// more (M rows in all), else 0 (registers).
-inline int decode_act_rows(const kbit_api::KbitArgs& a) {
-  return a.M <= KBIT_DECODE_ACT_ROWS ? KBIT_DECODE_ACT_ROWS : 0;
+// The dense configurations' 32-bit split arithmetic (DecodeSplit<.., true>):
+// every product of a CTA count (up to `ctas` + 1) or a warp index with the
+// unit count must stay below 2^31. Units: n-blocks x K-tiles, counted for
+// the smaller (32-row) warp tile.
+inline bool decode_dense_narrow(const kbit_api::KbitArgs& a, int ctas) {
+  const long long units = (long long)cdiv(a.N, 32) * a.k_tiles;
+  return units * (ctas + 1) < (1ll << 31) && units * 32 < (1ll << 31);
+}
+// Activation rows per ring stage: KBIT_DECODE_ACT_ROWS for dense layers whose
+// rows all fit (the configurations with them are dense-only: DecodeConfig::
+// kDense), else 0 (registers; grouped layers, dense M = 5..8, and dense
+// layers too large for 32-bit split arithmetic). `ctas`: the grid bound.
+inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas) {
+  return a.E == 1 && a.M <= KBIT_DECODE_ACT_ROWS && decode_dense_narrow(a, ctas) ? KBIT_DECODE_ACT_ROWS : 0;
 }
 
 #ifndef KBIT_HAS_WGMMA
@@ -258,7 +268,10 @@ template <class Cfg>
 const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan, bool* fits) {
   *fits = Cfg::smem_bytes(a.E) <= smem_optin(device);
   if (!*fits) return nullptr;
-  return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), a, device, plan);
+  const char* err = kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), a, device, plan);
+  if (err == nullptr && Cfg::kDense && !(a.E == 1 && decode_dense_narrow(a, plan->grid)))
+    return "kbit: internal error: a dense-only decode configuration was chosen for a shape it cannot serve";
+  return err;
 }
 
 // Calls f.template operator()<DecodeCfg<bits, dtype, nt, act>>() (nt: 2 or 4;
@@ -438,7 +451,8 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
 #endif
   const bool decode = a.kernel == 2 || a.kernel == 3 || (a.kernel == 0 && kbit::decode_kernel_pays(a));
   if (plan->mtiles == 1 && decode) {
-    const int nt = a.kernel == 3 ? 4 : kbit::decode_nt(a), act = kbit::decode_act_rows(a);
+    // (One decode CTA per SM: 16 warps and over 100 KB of shared memory.)
+    const int nt = a.kernel == 3 ? 4 : kbit::decode_nt(a), act = kbit::decode_act_rows(a, kbit::sm_count(device));
     bool fits = false;
     if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, nt, act,
                                                      kbit::PlanFn<kbit::Kernel::kDecode>{a, device, plan, &fits}))
