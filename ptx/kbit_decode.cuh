@@ -684,38 +684,58 @@ kbit_decode_kernel(const DecodeParams p) {
     ld_slot = ld_slot + Cfg::kStageBytes == ring_end ? ring_s : ld_slot + Cfg::kStageBytes;
   };
   const int prologue = min(Cfg::kStages - 1, ld_left);   // stages the prologue copies
-  if (active) {
+  const auto issue_prologue = [&] {
+    if (active) {
 #pragma unroll
-    for (int s = 0; s < Cfg::kStages - 1; ++s) produce();
-  }
-  if (kTimeline && tid == 0) tl.c_pro = clock64();
+      for (int s = 0; s < Cfg::kStages - 1; ++s) produce();
+    }
+    if (kTimeline && tid == 0) tl.c_pro = clock64();
+  };
   // The codebook into shared memory: just before the barrier where the
   // activations travel in the ring, but ahead of the register activation
   // loads where they do not (a store after those waits for them too: ncu,
-  // grouped t = 1, 14 % of the samples at the store; moving it here made the
+  // grouped t = 1, 14 % of the samples at the store; moving it ahead made the
   // grouped decode cases 2 us faster, docs/results.md v17).
   const auto store_cb = [&] {
     if (tid < kLevels && !(KBIT_DECODE_PROBE & 16)) cb_s[tid] = cb_v;
   };
-  if constexpr (!Cfg::kSmemAct) store_cb();
-  // The first unit's activations too (loaded to registers, see load_act).
+  // The first unit's activations (kActRows == 0: loaded to registers, one
+  // unit ahead; b_next holds unit u's fragments at the top of iteration u).
   const int g = lane >> 2, t = lane & 3;
   const bool k_half = p.K % kTileK != 0;   // the last K-tile has only its lower block
   const char* a_base = static_cast<const char*>(p.a) + size_t(4 * t);
   const size_t a_row_bytes = size_t(p.K) * sizeof(T);
   int kt = kt0;
-  // Activations one unit ahead (kActRows == 0): b_next holds unit u's
-  // fragments at the top of iteration u.
   bool b_ok = active && g < pos.rows;
   const char* b_ptr = a_base + size_t(pos.row0 + (b_ok ? g : 0)) * a_row_bytes + size_t(kt) * kTileK * sizeof(T);
   uint32_t b_next[2][4] = {};
-  if constexpr (!Cfg::kSmemAct) load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 1 == k_tiles);
+  const auto load_first_act = [&] {
+    if constexpr (!Cfg::kSmemAct) load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 1 == k_tiles);
+    if (kTimeline && tid == 0) tl.c_act = clock64();
+  };
+  if (Cfg::kSmemAct) {
+    issue_prologue();   // (store_cb below, at the barrier)
+    load_first_act();   // (the timeline's stamp only)
+  } else if (dense) {
+    // Dense layers (M = 5..8) reach this point early: the codebook may still
+    // be on its way, and the store would hold the weight copies back.
+    issue_prologue();
+    store_cb();
+    load_first_act();
+  } else {
+    // Grouped layers come here after the slot table (the codebook has
+    // arrived). Their activation loads go ahead of the weight copies: behind
+    // them they queued for the whole prologue of all SMs and held the first
+    // unit (ncu, grouped t = 1: 7 % of the samples at its first use).
+    store_cb();
+    load_first_act();
+    issue_prologue();
+  }
   // kSmemAct: lane's ldmatrix row address in a stage's activation rows (row
   // lane % 8, chunk lane / 8 of the 32-block; block 1: ^ 64). Rows the stage
   // does not hold read row 0 (their MMA columns are not stored).
   const int act_row = (lane & 7) < Cfg::kActRows ? (lane & 7) : 0;
   const uint32_t act_lane = uint32_t(act_row * 128 + (((lane >> 3) ^ act_row) << 4));
-  if (kTimeline && tid == 0) tl.c_act = clock64();
 
   // Where the parts of the warp's first and last tile go (after the first
   // copies). Lane l holds warp l's first unit (l <= kWarps; begin(kWarps) =
@@ -886,12 +906,33 @@ kbit_decode_kernel(const DecodeParams p) {
         if (others) {
           while (!ptx::mbarrier_test_wait_parity(bar, 0)) {
           }
+          // kBatch parts' loads in flight at once (one part at a time
+          // exposed a shared-memory round trip per part: ~10 % of the warp
+          // samples at Qwen3 q, M = 1, whose tiles span all 16 warps), added
+          // in warp order as before; a missing part adds zero. (k = 3 with
+          // 64-row tiles has no registers to spare: 2 parts spilled.)
+          constexpr int kBatch = Cfg::kNT == 2 ? 4 : Cfg::kBits == 3 ? 1 : 2;
           do {
-            const float* theirs = parts + (__ffs(others) - 1) * Cfg::kSumFloats;
-            others &= others - 1;
-            for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
-              if (m < pos.rows) x += theirs[n * Cfg::kPartCols + m];
-            });
+            float v[kBatch][Cfg::kNT][4];
+#pragma unroll
+            for (int j = 0; j < kBatch; ++j) {
+              const bool has = others != 0;
+              const float* theirs = parts + (has ? __ffs(others) - 1 : 0) * Cfg::kSumFloats;
+              others &= others - 1;
+#pragma unroll
+              for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) {
+                  const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);   // as for_each_acc
+                  v[j][nt][q] = has && m < pos.rows ? theirs[n * Cfg::kPartCols + m] : 0.f;
+                }
+            }
+#pragma unroll
+            for (int j = 0; j < kBatch; ++j)
+#pragma unroll
+              for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+                for (int q = 0; q < 4; ++q) acc[nt][q] += v[j][nt][q];
           } while (others);
         }
         if (e.z > 0) {
