@@ -441,6 +441,10 @@ __device__ __forceinline__ float e4m4_from_bits(uint32_t bits_19_26) {
 #define KBIT_DECODE_MIN_UNITS 2
 #endif
 constexpr int kDecodeMinUnits = KBIT_DECODE_MIN_UNITS;
+// Parts summed per batch by a split tile's first warp (0: by tile size, in the kernel).
+#ifndef KBIT_DECODE_SUM_BATCH
+#define KBIT_DECODE_SUM_BATCH 0
+#endif
 
 // The decode kernel's parameters: the GEMM's, and divisors built on the host.
 struct DecodeParams : KbitParams {
@@ -909,9 +913,16 @@ kbit_decode_kernel(const DecodeParams p) {
           // kBatch parts' loads in flight at once (one part at a time
           // exposed a shared-memory round trip per part: ~10 % of the warp
           // samples at Qwen3 q, M = 1, whose tiles span all 16 warps), added
-          // in warp order as before; a missing part adds zero. (k = 3 with
-          // 64-row tiles has no registers to spare: 2 parts spilled.)
-          constexpr int kBatch = Cfg::kNT == 2 ? 4 : Cfg::kBits == 3 ? 1 : 2;
+          // in warp order as before; a missing part adds zero. One part at a
+          // time where k = 3 has 64-row tiles (no registers to spare: 2 parts
+          // spilled), and in the 32-row register-activation configuration,
+          // which the host takes only when forced (KBIT_KERNEL=decode at
+          // M = 5..8): with 4 parts there, racecheck reported write-write
+          // hazards between the split-tile mbarrier init and ring copies that
+          // are not understood yet (docs/results.md v18; open).
+          constexpr int kBatch = KBIT_DECODE_SUM_BATCH > 0 ? KBIT_DECODE_SUM_BATCH
+                                 : Cfg::kNT == 2 ? (Cfg::kSmemAct ? 4 : 1)
+                                 : Cfg::kBits == 3 ? 1 : 2;
           do {
             float v[kBatch][Cfg::kNT][4];
 #pragma unroll
