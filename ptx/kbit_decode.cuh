@@ -107,7 +107,10 @@ struct DecodeConfig {
   // hit eight different bank groups).
   static constexpr int kABytes = kActRows * kTileK * 2;
   static constexpr int kAOff = kWBytes + kSBytes;
-  static constexpr int kStageBytes = kWBytes + kSBytes + kABytes;
+  // Stages start on 128-byte boundaries: a warp's 512-byte copy into a stage
+  // at 64 mod 128 took 8 shared-memory wavefronts instead of 4 (ncu, 32-row
+  // tiles with activation rows: 1600-byte stages).
+  static constexpr int kStageBytes = cdiv(kWBytes + kSBytes + kABytes, 128) * 128;
   static constexpr int kScaleBytes = BLOCK_N * 2 * 4;   // decoded scales of one stage
   static constexpr int kWarpBytes = kStages * kStageBytes + kScaleBytes;
 
@@ -170,9 +173,15 @@ __device__ __forceinline__ uint32_t pair_value(int idx, const float* cb_s, float
 // Thread i writes the 16-byte chunks [i * kPer, (i + 1) * kPer) of the table
 // (row-major: entry, chunk), computing each value once: a value fills
 // kKeyChunks consecutive chunks (a row, or for quads half a row), and a
-// thread's chunks are whole values or part of one (static_assert), so the
-// loop below has no per-chunk test. The table is on the critical path of every
-// call (the main loop starts when it is complete).
+// thread's chunks are whole values or part of one (static_assert). The table
+// is on the critical path of every call (the main loop starts when it is
+// complete), so the stores avoid bank conflicts: chunk f of the table lies in
+// bank group f % 8 for every k (rows of 256 bytes, or of 64 bytes holding 4
+// chunks at k = 5), and store s of thread i writes its chunk (s + i kPer / 8)
+// % kPer, so the 8 threads of a quarter warp hit 8 different bank groups. (In
+// order they hit one or two: at k = 4 ncu counted 16 wavefronts per 16-byte
+// store instead of 4, 27 % of the kernel's shared-memory wavefronts at Qwen3
+// q, M = 1, docs/results.md v18; k = 2 and 5 were worse.)
 template <class Cfg>
 __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s, float inv_max, int tid) {
   constexpr int kChunks = Cfg::kEntryUsed / 16;   // 16-byte stores per table row
@@ -180,21 +189,25 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
   constexpr int kTotal = Cfg::kEntries * kChunks;
   constexpr int kPer = kTotal / Cfg::kThreads;
   static_assert(kTotal % Cfg::kThreads == 0, "every thread writes the same number of chunks");
+  static_assert((kPer & (kPer - 1)) == 0 && kPer <= 8, "a power of two, at most one chunk per bank group");
   static_assert(kPer % kKeyChunks == 0 || kKeyChunks % kPer == 0, "a thread's chunks: whole values or part of one");
   constexpr int kValues = kPer > kKeyChunks ? kPer / kKeyChunks : 1;
-  constexpr int kStores = kPer < kKeyChunks ? kPer : kKeyChunks;
+  static_assert(kValues <= 2, "at most two values per thread");
+  uint32_t x[kValues];
 #pragma unroll
   for (int j = 0; j < kValues; ++j) {
-    const int i0 = tid * kPer + j * kKeyChunks;   // the value's first chunk here
-    const int key = i0 / kKeyChunks, e = Cfg::kQuad ? key >> 1 : key;
+    const int key = tid * kPer / kKeyChunks + j, e = Cfg::kQuad ? key >> 1 : key;
     // Quads: pair e & 15 in the row's first half, pair e >> 4 in its second.
     const int pair = Cfg::kQuad ? (key & 1 ? e >> 4 : e & 15) : e;
-    const uint32_t x = pair_value<Cfg>(pair, cb_s, inv_max);
-    const uint4 v = make_uint4(x, x, x, x);
-    uint8_t* row = lut + e * Cfg::kEntryBytes;
+    x[j] = pair_value<Cfg>(pair, cb_s, inv_max);
+  }
+  const int rot = (tid * kPer) >> 3;
 #pragma unroll
-    for (int c = 0; c < kStores; ++c)
-      *reinterpret_cast<uint4*>(row + (i0 - e * kChunks + c) * 16) = v;
+  for (int s = 0; s < kPer; ++s) {
+    const int q = (s + rot) & (kPer - 1);   // the thread's chunk written by store s
+    const int f = tid * kPer + q, e = f / kChunks, c = f - e * kChunks;
+    const uint32_t v = kValues == 1 ? x[0] : (q >= kKeyChunks ? x[kValues - 1] : x[0]);
+    *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = make_uint4(v, v, v, v);
   }
 }
 
