@@ -181,7 +181,7 @@ __device__ __forceinline__ uint32_t pair_value(int idx, const float* cb_s, float
 // % kPer, so the 8 threads of a quarter warp hit 8 different bank groups. (In
 // order they hit one or two: at k = 4 ncu counted 16 wavefronts per 16-byte
 // store instead of 4, 27 % of the kernel's shared-memory wavefronts at Qwen3
-// q, M = 1, docs/results.md v18; k = 2 and 5 were worse.)
+// q, M = 1, docs/results.md v18; the same count gives 32 at k = 2 and 5.)
 template <class Cfg>
 __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s, float inv_max, int tid) {
   constexpr int kChunks = Cfg::kEntryUsed / 16;   // 16-byte stores per table row
@@ -730,7 +730,7 @@ kbit_decode_kernel(const DecodeParams p) {
     if constexpr (!Cfg::kSmemAct) load_act<Cfg>(b_next, b_ptr, b_ok, k_half && kt + 1 == k_tiles);
     if (kTimeline && tid == 0) tl.c_act = clock64();
   };
-  if (Cfg::kSmemAct) {
+  if constexpr (Cfg::kSmemAct) {
     issue_prologue();   // (store_cb below, at the barrier)
     load_first_act();   // (the timeline's stamp only)
   } else if (dense) {
@@ -943,13 +943,9 @@ kbit_decode_kernel(const DecodeParams p) {
               const bool has = others != 0;
               const float* theirs = parts + (has ? __ffs(others) - 1 : 0) * Cfg::kSumFloats;
               others &= others - 1;
-#pragma unroll
-              for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                  const int n = nt * 16 + g + (q >> 1) * 8, m = 2 * t + (q & 1);   // as for_each_acc
-                  v[j][nt][q] = has && m < pos.rows ? theirs[n * Cfg::kPartCols + m] : 0.f;
-                }
+              for_each_acc<Cfg>(v[j], g, t, [&](float& x, int n, int m) {
+                x = has && m < pos.rows ? theirs[n * Cfg::kPartCols + m] : 0.f;
+              });
             }
 #pragma unroll
             for (int j = 0; j < kBatch; ++j)
