@@ -28,6 +28,10 @@
 //   v2  three warpgroups (BLOCK_N 192) for 128-row tiles; split tiles summed
 //       by vector reductions (kbit_gemm.cuh, finish_tile).
 //   v3  stages filled by TMA / bulk copies from one thread, mbarrier per stage.
+//   v4  the 256-byte-row pair table (one prmt per lookup address) wherever it
+//       fits beside the ring: k <= 4, with 5 instead of 6 stages at 32 rows and
+//       3 instead of 4 at 64 rows for k = 4 (H100: Llama-3-70B M = 32 / 64
+//       2-4 % faster, Qwen3 M = 64 2-4 % slower; docs/results.md v19).
 #pragma once
 
 #include <cuda.h>   // CUtensorMap (the type only; the host encodes it through the runtime's driver entry point)
@@ -41,6 +45,32 @@ namespace kbit {
 struct WgmmaParams : KbitParams {
   CUtensorMap a_map;
 };
+
+#ifndef KBIT_WGMMA_WIDE_LUT
+#define KBIT_WGMMA_WIDE_LUT 1   // 0: the 128-byte-row pair table (A/B)
+#endif
+
+// Bytes of one ring stage: the activation tile (first: wgmma's swizzled
+// operand needs 1024-byte alignment), the plane words and the scale bytes of
+// BLOCK_N = 16 kWarps rows, rounded up to 1024.
+__host__ __device__ constexpr int wgmma_stage_bytes(int bits, int block_m, int warps) {
+  return cdiv(block_m * kTileK * 2 + warps * 16 * 2 * bits * 4 + warps * 16 * 2, 1024) * 1024;
+}
+// One CTA's shared memory with the wide (256-byte-row) pair table: the table,
+// the smallest slot table, the ring with its alignment slack, the static
+// tables and the per-CTA reservation (as KbitConfig::kWideCtaBytes).
+__host__ __device__ constexpr size_t wgmma_wide_cta_bytes(int bits, int block_m, int warps, int stages) {
+  return (size_t(1) << (2 * bits)) * 256 + 128 + 1024 + size_t(stages) * wgmma_stage_bytes(bits, block_m, warps) +
+         1280 + 1024;
+}
+// Ring depth: `stages`, or with the wide table (k <= 4) the most stages up to
+// that which let `blocks` CTAs share an SM, if that is 3 or more.
+__host__ __device__ constexpr int wgmma_stages(int bits, int block_m, int warps, int blocks, int stages) {
+  if (!KBIT_WGMMA_WIDE_LUT || bits > 4) return stages;
+  int s = stages;
+  while (s > 3 && blocks * wgmma_wide_cta_bytes(bits, block_m, warps, s) > size_t(KBIT_SMEM_PER_SM_KB) * 1024) --s;
+  return s;
+}
 
 // Compile-time configuration. kWarps / 4 warpgroups of 64 weight rows
 // (BLOCK_N = 16 * kWarps); BLOCK_M activation rows (8..128) per tile. The stage puts the activation
@@ -64,21 +94,31 @@ struct WgmmaConfig {
   static constexpr int kWBytes = BLOCK_N * 2 * kBits * 4;
   static constexpr int kSBytes = BLOCK_N * 2;
   static constexpr int kAOff = 0, kWOff = kABytes, kSOff = kABytes + kWBytes;
-  static constexpr int kStageBytes = cdiv(kABytes + kWBytes + kSBytes, 1024) * 1024;
+  static constexpr int kStageBytes = wgmma_stage_bytes(kBits, BLOCK_M, kWarps);
 
+  // Pair table (KbitConfig): 128-byte rows, or where kMinBlocks CTAs still fit
+  // in shared memory (k <= 4; the launch picks the ring depth for it,
+  // wgmma_stages), the 256-byte rows that form a lookup's address with one
+  // prmt. The wide table is the first section of dynamic shared memory.
   static constexpr int kPairEntries = 1 << (2 * kBits);
   static constexpr int kCopies = kBits <= 4 ? 32 : 8;
-  static constexpr int kLutBytes = kPairEntries * kCopies * 4;
-  static constexpr int kLutShift = kCopies == 32 ? 7 : 5;
-  static constexpr bool kWideLut = false;   // (the tiled kernel's 256-byte table rows: KbitConfig)
-  static constexpr int kLutRowWords = kCopies;
+  static constexpr size_t kWideCtaBytes = wgmma_wide_cta_bytes(kBits, kBlockM_, kWarps_, kStages_);
+  static constexpr bool kWideLut = KBIT_WGMMA_WIDE_LUT && kBits <= 4 &&
+                                   kMinBlocks * kWideCtaBytes <= size_t(KBIT_SMEM_PER_SM_KB) * 1024;
+  static constexpr int kLutRowWords = kWideLut ? 64 : kCopies;
+  static constexpr int kLutBytes = kPairEntries * kLutRowWords * 4;
+  static constexpr int kLutShift = kWideLut ? 0 : kCopies == 32 ? 7 : 5;
+  static constexpr int kStaticLutWords = kWideLut ? 1 : kLutBytes / 4;
+  static constexpr int kDynLutBytes = kWideLut ? kLutBytes : 0;
 
-  // Dynamic shared memory: the slot table, then (1024-aligned at run time) the ring.
+  // Dynamic shared memory: (the wide table,) the slot table, then (1024-aligned
+  // at run time) the ring.
   __host__ __device__ static constexpr size_t smem_bytes(int experts) {
-    return size_t(cdiv((experts + 1) * 4, 128) * 128) + 1024 + size_t(kStages) * kStageBytes;
+    return size_t(kDynLutBytes) + size_t(cdiv((experts + 1) * 4, 128) * 128) + 1024 +
+           size_t(kStages) * kStageBytes;
   }
   static_assert(BLOCK_M == 8 || BLOCK_M == 16 || BLOCK_M == 32 || BLOCK_M % 64 == 0, "wgmma N pieces");
-  static_assert(kLutBytes <= 32 * 1024, "pair table must stay within static shared memory");
+  static_assert(kWideLut || kLutBytes <= 32 * 1024, "pair table must stay within static shared memory");
   static_assert(kStages >= 3, "unit u + 1 is dequantized while unit u's MMAs run: three stages at least");
   static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
   static_assert(kWarps % 4 == 0, "whole warpgroups of 64 weight rows");
@@ -153,14 +193,16 @@ __device__ __forceinline__ void wgmma_ktile(float (&acc)[1][Cfg::kMTiles][4], co
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
 kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
-  __shared__ __align__(128) uint32_t lut[Cfg::kLutBytes / 4];
+  __shared__ __align__(128) uint32_t lut_static[Cfg::kStaticLutWords];
   __shared__ float e4m4[256];
   __shared__ float cb_s[32];
   __shared__ int scratch[32];
   __shared__ __align__(8) uint64_t full_bar[Cfg::kStages];   // stage s's copies have landed
   extern __shared__ __align__(128) uint8_t kbit_smem[];
-  int* slot_start = reinterpret_cast<int*>(kbit_smem);
-  const uint32_t ring_s = (ptx::smem_u32(kbit_smem + cdiv((p.E + 1) * 4, 128) * 128) + 1023u) & ~1023u;
+  uint32_t* lut = Cfg::kWideLut ? reinterpret_cast<uint32_t*>(kbit_smem) : lut_static;
+  int* slot_start = reinterpret_cast<int*>(kbit_smem + Cfg::kDynLutBytes);
+  const uint32_t ring_s =
+      (ptx::smem_u32(kbit_smem + Cfg::kDynLutBytes + cdiv((p.E + 1) * 4, 128) * 128) + 1023u) & ~1023u;
   uint8_t* ring = kbit_smem + (ring_s - ptx::smem_u32(kbit_smem));
   const uint32_t bar_s = ptx::smem_u32(full_bar);
 

@@ -105,9 +105,16 @@ inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas) {
 // 12 warps (three warpgroups, BLOCK_N = 192, <= 168 registers). H100, graph
 // time, Llama-3-70B M = 128 gate/up and down: 8 warps 214 / 200 us, 12 warps
 // 207 / 190, 16 warps (128 registers: spills) 234 / 214 (docs/results.md v12).
+// Ring depth 6 (4 at 64 rows), less where the wide pair table needs the room
+// (wgmma_stages: k = 4 keeps 5 stages at 32 rows, 3 at 64).
+constexpr int wgmma_warps(int block_m) { return block_m >= 128 ? KBIT_WG128_WARPS : 8; }
+constexpr int wgmma_blocks(int block_m) { return block_m >= 128 ? 1 : 2; }
+constexpr int wgmma_depth(int bits, int block_m) {
+  return wgmma_stages(bits, block_m, wgmma_warps(block_m), wgmma_blocks(block_m), block_m == 64 ? 4 : 6);
+}
 template <int kBits, typename T, int kBlockM>
-using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, (kBlockM >= 128 ? 6 : kBlockM >= 64 ? 4 : 6), (kBlockM >= 128 ? 1 : 2),
-                             (kBlockM >= 128 ? KBIT_WG128_WARPS : 8)>;
+using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, wgmma_depth(kBits, kBlockM), wgmma_blocks(kBlockM),
+                             wgmma_warps(kBlockM)>;
 // Shape rule, by measurement (H100, graph time; docs/results.md v12, with
 // each kernel forced in the same call): the wgmma kernel where an expert has
 // more than 16 rows (Llama-3-70B gate/up M = 128: 177 vs 300 us with
