@@ -58,6 +58,19 @@ __global__ void read_kernel(const uint4* p, size_t n, unsigned* sink) {
   if (x == 0x9e3779b9u) *sink = x;   // keeps the loads
 }
 
+// The L2 flush: default-priority 16-byte loads over 256 MB. (A flush made of
+// L1::no_allocate loads, like read_kernel's, leaves lines that other kinds of
+// loads brought in resident in L2: scripts/l2_flush_check.cu.)
+__global__ void flush_kernel(const uint4* p, size_t n, unsigned* sink) {
+  uint32_t x = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint4 v;
+    asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p + i));
+    x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (x == 0x9e3779b9u) *sink = x;
+}
+
 struct Bench {
   uint4* flush = nullptr;
   size_t flush_n = (size_t(256) << 20) / 16;
@@ -74,7 +87,7 @@ struct Bench {
   float median_us(F launch, int reps = 30) {
     std::vector<float> t;
     for (int r = 0; r < reps + 3; ++r) {
-      read_kernel<<<1024, 256>>>(flush, flush_n, sink);
+      flush_kernel<<<1024, 256>>>(flush, flush_n, sink);
       CK(cudaEventRecord(e0));
       launch();
       CK(cudaEventRecord(e1));
