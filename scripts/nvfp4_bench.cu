@@ -71,6 +71,34 @@ __global__ void flush_kernel(const uint4* p, size_t n, unsigned* sink) {
   if (x == 0x9e3779b9u) *sink = x;
 }
 
+// a's bytes read in the kernel's order, without arithmetic: warp w of a CTA
+// streams rows row_begin + w, + 8, ... (lane: 16-byte chunks lane, lane + 32,
+// ..., four loads in flight). With kCtaRow, a CTA instead reads whole rows
+// blockIdx.x, + gridDim.x, ... (thread t: chunks t, t + 256, ...), so all
+// CTAs sweep one contiguous window of the matrix together.
+template <bool kCtaRow>
+__global__ void __launch_bounds__(256) rows_read_kernel(const uint8_t* a, int m, int kb, unsigned* sink) {
+  const uint4* base = reinterpret_cast<const uint4*>(a + size_t(blockIdx.y) * m * kb);
+  const int n = kb / 16, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int step = kCtaRow ? 256 : 32, first = kCtaRow ? int(threadIdx.x) : lane;
+  int row = kCtaRow ? int(blockIdx.x) : int((long long)blockIdx.x * m / gridDim.x) + warp;
+  const int row_end = kCtaRow ? m : int((long long)(blockIdx.x + 1) * m / gridDim.x);
+  const int row_step = kCtaRow ? int(gridDim.x) : 8;
+  uint32_t x = 0;
+  for (; row < row_end; row += row_step) {
+    const uint4* r = base + size_t(row) * n;
+    for (int c = first; c < n; c += 4 * step) {
+      uint4 v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        v[u] = c + u * step < n ? kbit::ptx::ld_global_nc_na_v4(r + c + u * step) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+    }
+  }
+  if (x == 0x9e3779b9u) *sink = x;
+}
+
 struct Bench {
   uint4* flush = nullptr;
   size_t flush_n = (size_t(256) << 20) / 16;
@@ -206,6 +234,16 @@ int main() {
     const float t_read = bench.median_us([&] { read_kernel<<<sms * 4, 512>>>(rd, rd_n, bench.sink); });
     std::printf("\nm=%d k=%d l=%d: %.1f MB; plain 16-byte read of the same bytes %.2f us (%.0f GB/s)\n", m, k, l,
                 bytes / 1e6, t_read, bytes / t_read / 1e3);
+    {  // a's bytes alone: a plain read, the kernel's row order, CTA-per-row order
+      const double ab = double(a.size());
+      const float t_plain = bench.median_us([&] { read_kernel<<<sms * 4, 512>>>(rd, a.size() / 16, bench.sink); });
+      const int gx = kbit::nvfp4_ctas_per_batch(m, l, sms * 4);
+      const float t_rows = bench.median_us([&] { rows_read_kernel<false><<<dim3(gx, l), 256>>>(da, m, kb, bench.sink); });
+      const float t_cta = bench.median_us([&] { rows_read_kernel<true><<<dim3(gx, l), 256>>>(da, m, kb, bench.sink); });
+      CK(cudaGetLastError());
+      std::printf("  a only (%.1f MB): plain read %.2f us, warp-row order %.2f us, CTA-row order %.2f us\n", ab / 1e6,
+                  t_plain, t_rows, t_cta);
+    }
     std::printf("  %-22s %8s %8s %7s %7s\n", "variant", "us", "GB/s", "%read", "check");
 
     auto run = [&](const char* name, auto kernel, int group, int want_per_sm) {
