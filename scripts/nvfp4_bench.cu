@@ -76,8 +76,9 @@ __global__ void flush_kernel(const uint4* p, size_t n, unsigned* sink) {
 // ..., four loads in flight). With kCtaRow, a CTA instead reads whole rows
 // blockIdx.x, + gridDim.x, ... (thread t: chunks t, t + 256, ...), so all
 // CTAs sweep one contiguous window of the matrix together.
-template <bool kCtaRow>
-__global__ void __launch_bounds__(256) rows_read_kernel(const uint8_t* a, int m, int kb, unsigned* sink) {
+template <bool kCtaRow, bool kSf = false>
+__global__ void __launch_bounds__(256) rows_read_kernel(const uint8_t* a, int m, int kb, unsigned* sink,
+                                                        const uint8_t* sfa = nullptr) {
   const uint4* base = reinterpret_cast<const uint4*>(a + size_t(blockIdx.y) * m * kb);
   const int n = kb / 16, lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int step = kCtaRow ? 256 : 32, first = kCtaRow ? int(threadIdx.x) : lane;
@@ -94,6 +95,11 @@ __global__ void __launch_bounds__(256) rows_read_kernel(const uint8_t* a, int m,
         v[u] = c + u * step < n ? kbit::ptx::ld_global_nc_na_v4(r + c + u * step) : make_uint4(0, 0, 0, 0);
 #pragma unroll
       for (int u = 0; u < 4; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+      if constexpr (kSf) {   // and each chunk's two sfa bytes, as the kernel loads them (2 bytes per lane)
+        const uint16_t* srow = reinterpret_cast<const uint16_t*>(sfa + (size_t(blockIdx.y) * m + row) * (kb / 8));
+#pragma unroll
+        for (int u = 0; u < 4; ++u) x ^= c + u * step < n ? srow[c + u * step] : 0u;
+      }
     }
   }
   if (x == 0x9e3779b9u) *sink = x;
@@ -240,9 +246,10 @@ int main() {
       const int gx = kbit::nvfp4_ctas_per_batch(m, l, sms * 4);
       const float t_rows = bench.median_us([&] { rows_read_kernel<false><<<dim3(gx, l), 256>>>(da, m, kb, bench.sink); });
       const float t_cta = bench.median_us([&] { rows_read_kernel<true><<<dim3(gx, l), 256>>>(da, m, kb, bench.sink); });
+      const float t_sf = bench.median_us([&] { rows_read_kernel<false, true><<<dim3(gx, l), 256>>>(da, m, kb, bench.sink, dsa); });
       CK(cudaGetLastError());
-      std::printf("  a only (%.1f MB): plain read %.2f us, warp-row order %.2f us, CTA-row order %.2f us\n", ab / 1e6,
-                  t_plain, t_rows, t_cta);
+      std::printf("  a only (%.1f MB): plain read %.2f us, warp-row order %.2f us, CTA-row order %.2f us; "
+                  "warp-row order with sfa (2 bytes per lane and chunk) %.2f us\n", ab / 1e6, t_plain, t_rows, t_cta, t_sf);
     }
     std::printf("  %-22s %8s %8s %7s %7s\n", "variant", "us", "GB/s", "%read", "check");
 
