@@ -38,6 +38,14 @@ namespace kbit {
 // ---------------------------------------------------------------------------
 // Compile-time configuration of one kernel instance.
 // ---------------------------------------------------------------------------
+// One CTA's shared memory with the wide (256-byte-row) pair table of k-bit
+// indices: the table, the smallest slot table (one expert), `ring` bytes, the
+// static tables and the per-CTA reservation. Both tiled kernels (KbitConfig,
+// WgmmaConfig) use it where that many bytes leave their CTAs per SM in place.
+__host__ __device__ constexpr size_t wide_lut_cta_bytes(int bits, size_t ring) {
+  return (size_t(1) << (2 * bits)) * 256 + 128 + ring + 1280 + 1024;
+}
+
 template <int kBits_, typename T_, int kMTiles_, int kWarps_, int kNT_, int kStages_, int kMinBlocks_>
 struct KbitConfig {
   static constexpr int kBits = kBits_;
@@ -75,8 +83,7 @@ struct KbitConfig {
   // constant). Only where the two CTAs per SM that these tiles are sized for
   // still fit on every GPU of the family: k <= 4 on sm_90/sm_100, k = 2 in the
   // sm80 family (100 KB per SM on sm_86/89).
-  static constexpr size_t kWideCtaBytes =   // wide table, dense slot table, ring, static tables, reserved
-      size_t(kPairEntries) * 256 + 128 + size_t(kStages) * kStageBytes + 1280 + 1024;
+  static constexpr size_t kWideCtaBytes = wide_lut_cta_bytes(kBits, size_t(kStages) * kStageBytes);
   static constexpr bool kWideLut = KBIT_TILED_WIDE_LUT && kMTiles == 2 && kBits <= 4 &&
                                    2 * kWideCtaBytes <= size_t(KBIT_SMEM_PER_SM_KB) * 1024;
   static constexpr int kLutRowWords = kWideLut ? 64 : kCopies;

@@ -56,12 +56,10 @@ struct WgmmaParams : KbitParams {
 __host__ __device__ constexpr int wgmma_stage_bytes(int bits, int block_m, int warps) {
   return cdiv(block_m * kTileK * 2 + warps * 16 * 2 * bits * 4 + warps * 16 * 2, 1024) * 1024;
 }
-// One CTA's shared memory with the wide (256-byte-row) pair table: the table,
-// the smallest slot table, the ring with its alignment slack, the static
-// tables and the per-CTA reservation (as KbitConfig::kWideCtaBytes).
+// One CTA's shared memory with the wide pair table (wide_lut_cta_bytes): the
+// ring and its 1024-byte alignment slack.
 __host__ __device__ constexpr size_t wgmma_wide_cta_bytes(int bits, int block_m, int warps, int stages) {
-  return (size_t(1) << (2 * bits)) * 256 + 128 + 1024 + size_t(stages) * wgmma_stage_bytes(bits, block_m, warps) +
-         1280 + 1024;
+  return wide_lut_cta_bytes(bits, 1024 + size_t(stages) * wgmma_stage_bytes(bits, block_m, warps));
 }
 // Ring depth: `stages`, or with the wide table (k <= 4) the most stages up to
 // that which let `blocks` CTAs share an SM, if that is 3 or more.

@@ -1,34 +1,30 @@
-// l2_flush_check.cu — does a read-based L2 flush evict lines that the bulk-copy
-// engine (cp.async.bulk / TMA) brought into L2?
+// l2_flush_check.cu — which read-based L2 flushes evict which kinds of loads?
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a -Iptx -o /tmp/l2_flush_check scripts/l2_flush_check.cu && /tmp/l2_flush_check
 //
-// For buffers X smaller and larger than L2, each reader R (plain 16-byte loads,
-// or bulk copies into shared memory) is timed right after one of several
-// flushes F of a 256 MB buffer (CUDA events, median of 20):
-//   ld.nc    16-byte non-coherent loads (L1::no_allocate): the kind of flush
-//            eval/run.py does with torch.sum;
-//   ld       16-byte default (.ca) loads;
-//   bulk     bulk copies into shared memory;
-//   memset   cudaMemsetAsync (writes: L2 then holds dirty lines);
-//   none     no flush (X is read twice in a row).
+// For buffers X of 8, 33 and 66 MB, each reader R reads X, one flush F runs
+// over a 256 MB buffer, and R reading X again is timed (CUDA events, median
+// of 20). Readers, all 16 bytes per thread and step:
+//   ld.nc.na  ld.global.nc.L1::no_allocate
+//   ld.nc     ld.global.nc
+//   ld        ld.global (default priority; eval/run.py's flush, torch.sum,
+//             loads this way: LDG.E.128)
+//   cp.async  cp.async.cg into shared memory
+//   bulk      cp.async.bulk copies into shared memory
+// Flushes: each reader over the 256 MB buffer, cudaMemsetAsync (L2 then holds
+// dirty lines), or none (X read twice in a row; at 8 MB that time is the
+// host's launch latency, not the GPU's).
 // A reader that is much faster after a flush than its bytes allow at DRAM
 // bandwidth found X in L2: that flush does not evict what that reader loaded.
+// (H100: only the ld.nc.na flush leaves other readers' lines in L2;
+// docs/results.md v19.)
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
 
 #include "sm90.cuh"
-
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
+#include "bench_util.cuh"   // CK, flush_l2_kernel
 
 // Plain readers, 16-byte loads, one per thread per grid stride:
 //   0 ld.global.nc.L1::no_allocate   1 ld.global.nc   2 ld.global (default .ca)

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "sm90.cuh"
+#include "bench_util.cuh"   // CK, flush_l2_kernel
 #include "nvfp4_gemv.cuh"
 #define KBIT_STR2(x) #x
 #define KBIT_STR(x) KBIT_STR2(x)
@@ -29,15 +30,6 @@ namespace old {
 }  // namespace old
 }  // namespace kbit
 #endif
-
-#define CK(x)                                                                              \
-  do {                                                                                     \
-    cudaError_t e_ = (x);                                                                  \
-    if (e_ != cudaSuccess) {                                                               \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                        \
-    }                                                                                      \
-  } while (0)
 
 __global__ void read_kernel(const uint4* p, size_t n, unsigned* sink) {
   // four independent 16-byte loads per thread per step (n % 4 tail included)
@@ -56,19 +48,6 @@ __global__ void read_kernel(const uint4* p, size_t n, unsigned* sink) {
     x ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   if (x == 0x9e3779b9u) *sink = x;   // keeps the loads
-}
-
-// The L2 flush: default-priority 16-byte loads over 256 MB. (A flush made of
-// L1::no_allocate loads, like read_kernel's, leaves lines that other kinds of
-// loads brought in resident in L2: scripts/l2_flush_check.cu.)
-__global__ void flush_kernel(const uint4* p, size_t n, unsigned* sink) {
-  uint32_t x = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
-    uint4 v;
-    asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p + i));
-    x ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (x == 0x9e3779b9u) *sink = x;
 }
 
 // a's bytes read in the kernel's order, without arithmetic: warp w of a CTA
@@ -121,7 +100,7 @@ struct Bench {
   float median_us(F launch, int reps = 30) {
     std::vector<float> t;
     for (int r = 0; r < reps + 3; ++r) {
-      flush_kernel<<<1024, 256>>>(flush, flush_n, sink);
+      flush_l2_kernel<<<1024, 256>>>(flush, flush_n, sink);
       CK(cudaEventRecord(e0));
       launch();
       CK(cudaEventRecord(e1));

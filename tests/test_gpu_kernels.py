@@ -59,8 +59,8 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
 def test_kbit_decode_kernel_repeatable_and_graph(experts, m, k, kernel, monkeypatch):
     """The decode kernel's split tiles (warp-level stream-K, fp32 atomics) at a
     size with many splits, both warp tiles, activations in the ring stages
-    (dense m <= 4, also with K % 64 == 32 and fewer rows than the stage holds,
-    and grouped m = 1) and in registers (dense m = 6, grouped m = 20): every
+    (dense m <= 4, also with K % 64 == 32 and fewer rows than the stage holds)
+    and in registers (dense m = 6; grouped layers, m = 1 and 20, always): every
     run passes, and a captured graph replays on new activations and routing."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
     spec = dict(problem="kbit_gemm", m=m, n=1000, k=k, bits=4, dtype="float16", experts=experts, seed=7)
