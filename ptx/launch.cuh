@@ -496,16 +496,30 @@ const char* nvfp4_gemv_run(const Nvfp4Args& a, int device, void* stream) {
   p.c_si = a.c_si; p.c_sl = a.c_sl;
   p.m = a.m; p.k = a.k; p.l = a.l;
   p.sfa_blocked = a.sfa_blocked; p.sfb_blocked = a.sfb_blocked;
-  const size_t smem = kbit::nvfp4_smem_bytes(a.k);
   using kbit::kNvfp4GroupChunks, kbit::kNvfp4MinCtas;
-  const auto kernel = kbit::nvfp4_chunks_per_element(p) == 2
-                          ? &kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks / 2, 2, kNvfp4MinCtas>
-                          : &kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks, 1, kNvfp4MinCtas>;
+  const bool two = kbit::nvfp4_chunks_per_element(p) == 2;
+  auto kernel = two ? &kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks / 2, 2, false, kNvfp4MinCtas>
+                    : &kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks, 1, false, kNvfp4MinCtas>;
+  size_t smem = kbit::nvfp4_smem_bytes(a.k, 0);
   int per_sm = 0;
   if (const char* err = kbit::resident_ctas(reinterpret_cast<const void*>(kernel), kbit::kNvfp4Threads, smem,
                                             device, &per_sm))
     return err;
   const int gx = kbit::nvfp4_ctas_per_batch(a.m, a.l, kbit::sm_count(device) * per_sm);
+  // Staged scales where a CTA's rows fit in shared memory without fewer CTAs per SM.
+  if (kbit::nvfp4_sf_staged_ok(p)) {
+    const auto staged = two ? &kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks / 2, 2, true, kNvfp4MinCtas>
+                            : &kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks, 1, true, kNvfp4MinCtas>;
+    const size_t smem_staged = kbit::nvfp4_smem_bytes(a.k, kbit::cdiv(a.m, gx));
+    int staged_per_sm = 0;
+    if (smem_staged <= kbit::smem_optin(device) &&
+        !kbit::resident_ctas(reinterpret_cast<const void*>(staged), kbit::kNvfp4Threads, smem_staged, device,
+                             &staged_per_sm) &&
+        staged_per_sm >= per_sm) {
+      kernel = staged;
+      smem = smem_staged;
+    }
+  }
   kernel<<<dim3(gx, a.l), kbit::kNvfp4Threads, smem, static_cast<cudaStream_t>(stream)>>>(p);
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);

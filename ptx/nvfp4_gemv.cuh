@@ -3,7 +3,9 @@
 //   c[i, 0, l] = sum_k a[i, k, l] sfa[i, k/16, l] b[0, k, l] sfb[0, k/16, l]
 //
 // a is read exactly once with 16-byte streaming loads; its scales come from sfa
-// (or from the 128x4 blocked copy when sfa is not on the GPU). Each fp4 code is
+// (or from the 128x4 blocked copy when sfa is not on the GPU): staged in shared
+// memory for the CTA's whole row range where they fit (see "Scales"), else
+// loaded by each lane beside its chunk. Each fp4 code is
 // mapped to a signed 8-bit integer (twice its value: 0, +-1, +-2, +-3, +-4, +-6,
 // +-8, +-12) by two byte permutes, and 16-element group sums are exact integer
 // dp4a dot products; the group's two scales are applied once in fp32. b (the
@@ -19,11 +21,20 @@
 // first group is issued before the CTA decodes b, so the set-up hides under it.
 // One persistent wave of CTAs: b is decoded once per CTA, not once per 8 rows.
 //
+// Scales. A lane needs 2 sfa bytes per chunk. Loaded beside each chunk, they
+// are one 64- or 128-byte warp request per 512 or 1024 bytes of a, scattered
+// over as many places in sfa as there are warps; the bench's probe
+// (docs/results.md v19) read a with them 2.0-5.8 us slower than a plain read
+// of the same bytes. The CTA's rows are contiguous in sfa (plain layout), so
+// the CTA instead copies all its scales, one contiguous span, with 16-byte
+// cp.async under the set-up, and the lanes read them from shared memory.
+//
 // Version log
 //   v1  prmt + dp4a integer group sums, warp per row, b decoded in shared memory.
 //   v2  double-buffered register groups across rows, loads before the set-up,
 //       one wave of CTAs;
 //       positive and negative codes summed in separate dp4a chains.
+//   v3  the CTA's sfa rows staged in shared memory under the set-up.
 #pragma once
 
 namespace kbit {
@@ -74,6 +85,18 @@ constexpr int kNvfp4Warps = kNvfp4Threads / 32;
 // and every register cap below 64 spilled.
 constexpr int kNvfp4GroupChunks = 2;   // 16-byte loads per lane per group (see the kernel)
 constexpr int kNvfp4MinCtas = 4;       // __launch_bounds__ minimum: 64 registers
+#ifndef KBIT_NVFP4_SF_STAGED
+#define KBIT_NVFP4_SF_STAGED 1          // 0: per-lane scale loads only (A/B)
+#endif
+
+// Shared memory: b as int8, sfb as float, the e4m3 table, then (staged scales)
+// the CTA's sfa rows, k / 16 bytes each.
+__host__ __device__ constexpr size_t nvfp4_smem_base_bytes(int k) {
+  return (size_t(k) + size_t(k / 16) * 4 + 256 * 4 + 15) / 16 * 16;
+}
+__host__ __device__ constexpr size_t nvfp4_smem_bytes(int k, int staged_rows) {
+  return nvfp4_smem_base_bytes(k) + size_t(staged_rows) * (k / 16);
+}
 
 // kG consecutive elements of a lane's stream, in registers. An element is kV
 // adjacent chunks (kV * 16 bytes of a) and their 2 kV sfa bytes.
@@ -103,19 +126,23 @@ __device__ __forceinline__ int nvfp4_b_index(int c, int chunks) {
   return (c % kV) * (chunks / kV) + c / kV;
 }
 
-template <int kV>
+template <int kV, bool kStaged>
 struct Nvfp4Stream {
   const Nvfp4Params& p;
-  int l, lane, chunks, row_end;
+  int l, lane, chunks, row_begin, row_end;
   long long sf_step;
+  const uint8_t* sf_s;   // kStaged: sfa rows row_begin .. row_end - 1 in shared memory
 
   __device__ __forceinline__ Nvfp4Cursor start(int row) const {
     Nvfp4Cursor at;
     at.row = row;
     at.chunk = kV * lane;
     at.a = p.a + (long long)row * p.a_si + (long long)l * p.a_sl + 16 * kV * lane;
-    at.sf = p.sfa + (p.sfa_blocked ? nvfp4_sf_offset(row, 2 * kV * lane, l, p.m, p.k / 16)
-                                   : (long long)row * p.sfa_si + (long long)l * p.sfa_sl + 2 * kV * lane);
+    if constexpr (kStaged)
+      at.sf = sf_s + (row - row_begin) * (p.k / 16) + 2 * kV * lane;
+    else
+      at.sf = p.sfa + (p.sfa_blocked ? nvfp4_sf_offset(row, 2 * kV * lane, l, p.m, p.k / 16)
+                                     : (long long)row * p.sfa_si + (long long)l * p.sfa_sl + 2 * kV * lane);
     return at;
   }
   // The next slot of the row, or the first of the warp's next row. Returns
@@ -128,6 +155,10 @@ struct Nvfp4Stream {
     at = start(at.row + kNvfp4Warps);
     return true;
   }
+  // The 2 kV scale bytes of the cursor's chunks (staged: in shared memory).
+  __device__ __forceinline__ uint32_t scales(const Nvfp4Cursor& at) const {
+    return kV == 1 ? uint32_t(*reinterpret_cast<const uint16_t*>(at.sf)) : *reinterpret_cast<const uint32_t*>(at.sf);
+  }
 
   // Issues the loads of the next kG elements (past the warp's rows or the row's
   // last chunk: nothing).
@@ -138,8 +169,7 @@ struct Nvfp4Stream {
       if (in.row < row_end && in.chunk < chunks) {
 #pragma unroll
         for (int v = 0; v < kV; ++v) g.a[u][v] = ptx::ld_global_nc_na_v4(in.a + 16 * v);
-        g.sf[u] = kV == 1 ? uint32_t(*reinterpret_cast<const uint16_t*>(in.sf))
-                          : *reinterpret_cast<const uint32_t*>(in.sf);
+        if constexpr (!kStaged) g.sf[u] = scales(in);
       }
       advance(in);
     }
@@ -155,6 +185,7 @@ struct Nvfp4Stream {
     for (int u = 0; u < kG; ++u) {
       if (out.row >= row_end) return;
       if (out.chunk < chunks) {
+        const uint32_t sf = kStaged ? scales(out) : g.sf[u];
 #pragma unroll
         for (int v = 0; v < kV; ++v) {
           const int bi = nvfp4_b_index<kV>(out.chunk + v, chunks);
@@ -166,8 +197,8 @@ struct Nvfp4Stream {
           fp4x8_dot(av.z, bhi.x, bhi.y, p1, n1);
           fp4x8_dot(av.w, bhi.z, bhi.w, p1, n1);
           const float2 sb = *reinterpret_cast<const float2*>(sfb_s + 2 * (out.chunk + v));
-          acc = fmaf(float(p0 - n0), fp8[(g.sf[u] >> (16 * v)) & 0xFFu] * sb.x, acc);
-          acc = fmaf(float(p1 - n1), fp8[(g.sf[u] >> (16 * v + 8)) & 0xFFu] * sb.y, acc);
+          acc = fmaf(float(p0 - n0), fp8[(sf >> (16 * v)) & 0xFFu] * sb.x, acc);
+          acc = fmaf(float(p1 - n1), fp8[(sf >> (16 * v + 8)) & 0xFFu] * sb.y, acc);
         }
       }
       const int row = out.row;
@@ -185,8 +216,9 @@ struct Nvfp4Stream {
 // between kG and 2 kG elements in flight. (A ring refilled one element at a
 // time measured slower: the consumer of one load then also waited for the
 // loads issued after it.) kV: chunks per element (1 or 2; 2 needs k % 2048 == 0
-// to keep every lane busy, and 4-byte aligned scales).
-template <int kG, int kV, int kMinCtas>
+// to keep every lane busy, and 4-byte aligned scales). kStaged: the CTA's sfa
+// rows staged in shared memory (nvfp4_sf_staged_ok, and they fit).
+template <int kG, int kV, bool kStaged, int kMinCtas>
 __global__ void __launch_bounds__(kNvfp4Threads, kMinCtas)
 nvfp4_gemv_kernel(const Nvfp4Params p) {
   static_assert(kV == 1 || kV == 2, "one or two chunks per element");
@@ -197,17 +229,29 @@ nvfp4_gemv_kernel(const Nvfp4Params p) {
   uint4* b_hi = b_lo + chunks;                       // elements 32c+16 .. 32c+31
   float* sfb_s = reinterpret_cast<float*>(b_hi + chunks);   // k/16 floats
   float* fp8 = sfb_s + p.k / 16;                     // e4m3 decode table
+  uint8_t* sf_s = smem + nvfp4_smem_base_bytes(p.k);  // staged sfa rows
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int l = blockIdx.y;
   // Rows [row_begin, row_end) of batch l, split evenly over the CTAs of the batch.
   const int row_begin = int((long long)blockIdx.x * p.m / gridDim.x);
   const int row_end = int((long long)(blockIdx.x + 1) * p.m / gridDim.x);
-  const Nvfp4Stream<kV> st{p, l, lane, chunks, row_end, (p.sfa_blocked ? 16ll * 512 : 64ll) * kV};
+  const long long sf_step = kStaged ? 64ll * kV : (p.sfa_blocked ? 16ll * 512 : 64ll) * kV;
+  const Nvfp4Stream<kV, kStaged> st{p, l, lane, chunks, row_begin, row_end, sf_step, sf_s};
 
   Nvfp4Group<kG, kV> g0, g1;
   Nvfp4Cursor in = st.start(row_begin + warp), out = in;
   st.load(in, g0);
+  if constexpr (kStaged) {   // the CTA's scales: 16-byte pieces, k / 256 per row
+    const int per_row = p.k / 256, pieces = (row_end - row_begin) * per_row;
+    const uint8_t* sfa = p.sfa + (long long)l * p.sfa_sl;
+    for (int q = tid; q < pieces; q += kNvfp4Threads) {
+      const int r = q / per_row;
+      ptx::cp_async_cg16(ptx::smem_u32(sf_s + 16 * q),
+                         sfa + (long long)(row_begin + r) * p.sfa_si + 16 * (q - r * per_row), 16);
+    }
+    ptx::cp_async_commit();
+  }
 
   // Set-up under the first loads: the e4m3 table, b and sfb of batch l.
   for (int i = tid; i < 256; i += kNvfp4Threads) fp8[i] = e4m3_decode(i);
@@ -229,6 +273,7 @@ nvfp4_gemv_kernel(const Nvfp4Params p) {
                                         : (long long)j + (long long)l * p.sfb_sl;
     sfb_s[j] = 0.25f * fp8[p.sfb[off]];
   }
+  if constexpr (kStaged) ptx::cp_async_wait<0>();
   __syncthreads();
 
   float acc = 0.f;
@@ -241,8 +286,11 @@ nvfp4_gemv_kernel(const Nvfp4Params p) {
   }
 }
 
-__host__ __device__ constexpr size_t nvfp4_smem_bytes(int k) {
-  return size_t(k) /* int8 b */ + size_t(k / 16) * 4 + 256 * 4;
+// Whether the kernel may stage sfa: the plain layout, every row 16-byte
+// aligned and a whole number of 16-byte pieces.
+inline bool nvfp4_sf_staged_ok(const Nvfp4Params& p) {
+  return KBIT_NVFP4_SF_STAGED && !p.sfa_blocked && p.k % 256 == 0 &&
+         reinterpret_cast<uintptr_t>(p.sfa) % 16 == 0 && p.sfa_si % 16 == 0 && p.sfa_sl % 16 == 0;
 }
 
 // Chunks per stream element: two where every lane stays busy (k a multiple of

@@ -1,15 +1,17 @@
 // nvfp4_bench.cu — standalone timing of the portable nvfp4_gemv kernel on the
 // GPU MODE benchmark shapes, for tuning without the 60-70 s extension build.
 //
-//   nvcc -O3 -std=c++17 -arch=sm_90a -Iptx -o /tmp/nvfp4_bench scripts/nvfp4_bench.cu \
+//   nvcc -O3 -std=c++17 -arch=sm_90a -Iptx -I. -o /tmp/nvfp4_bench scripts/nvfp4_bench.cu \
 //        [-DNVFP4_OLD=build/old/ptx/nvfp4_gemv.cuh] && /tmp/nvfp4_bench
 //
-// For each shape: the kernel at several group sizes and register caps, each
+// For each shape: the kernel with and without staged scales, at several group
+// sizes and register caps, each
 // checked against a float64 host reference on a sample of rows, timed with CUDA
 // events after an L2 flush (median of 30), beside a plain 16-byte streaming read
 // of the same number of bytes (what the memory system gives a kernel that does
-// nothing else). With NVFP4_OLD, an older nvfp4_gemv.cuh (say, the previous
-// commit's) is built in its own namespace and timed with its own launch rule.
+// nothing else). With NVFP4_OLD, an older nvfp4_gemv.cuh (the v2 kernel of
+// commit d7815f4: template <kG, kV, kMinCtas>, nvfp4_smem_bytes(k)) is built in
+// its own namespace and timed with its own launch rule.
 // The extension's numbers come from eval/run.py; this tool only ranks variants.
 #include <algorithm>
 #include <cmath>
@@ -230,16 +232,20 @@ int main() {
       std::printf("  a only (%.1f MB): plain read %.2f us, warp-row order %.2f us, CTA-row order %.2f us; "
                   "warp-row order with sfa (2 bytes per lane and chunk) %.2f us\n", ab / 1e6, t_plain, t_rows, t_cta, t_sf);
     }
-    std::printf("  %-22s %8s %8s %7s %7s\n", "variant", "us", "GB/s", "%read", "check");
+    std::printf("  %-30s %8s %8s %7s %7s\n", "variant", "us", "GB/s", "%read", "check");
 
-    auto run = [&](const char* name, auto kernel, int group, int want_per_sm) {
-      const size_t smem = kbit::nvfp4_smem_bytes(k);
-      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+    // staged: the kernel stages each CTA's sfa rows in shared memory.
+    auto run = [&](const char* name, auto kernel, int group, bool staged, int want_per_sm) {
       int per_sm = 0;
-      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kbit::kNvfp4Threads, smem));
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kbit::kNvfp4Threads,
+                                                       kbit::nvfp4_smem_bytes(k, 0)));
       if (want_per_sm > per_sm) return;
       const int use = want_per_sm ? want_per_sm : per_sm;
       const int gx = kbit::nvfp4_ctas_per_batch(m, l, sms * use);
+      const size_t smem = kbit::nvfp4_smem_bytes(k, staged ? kbit::cdiv(m, gx) : 0);
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kbit::kNvfp4Threads, smem));
+      if (per_sm < use) std::printf("  (%s: staged scales leave %d CTAs per SM)\n", name, per_sm);
       CK(cudaMemset(dc, 0xFF, size_t(l) * m * 2));
       kernel<<<dim3(gx, l), kbit::kNvfp4Threads, smem>>>(p);
       CK(cudaGetLastError());
@@ -247,34 +253,53 @@ int main() {
       const double chk = check();
       const float t = bench.median_us([&] { kernel<<<dim3(gx, l), kbit::kNvfp4Threads, smem>>>(p); });
       char label[64];
-      std::snprintf(label, sizeof label, "%s g%d cta/sm %d%s", name, group, use, want_per_sm ? "" : "*");
-      std::printf("  %-22s %8.2f %8.0f %6.0f%% %7s %.2g\n", label, t, bytes / t / 1e3, 100.0 * t_read / t,
+      std::snprintf(label, sizeof label, "%s g%d%s cta/sm %d%s", name, group, staged ? " staged" : "", use,
+                    want_per_sm ? "" : "*");
+      std::printf("  %-30s %8.2f %8.0f %6.0f%% %7s %.2g\n", label, t, bytes / t / 1e3, 100.0 * t_read / t,
                   chk <= 1.0 ? "ok" : "FAIL", chk);
     };
-    // The extension's configuration first, then neighbours (group size, register cap).
+    // The extension's configuration (staged scales, then per-lane scale loads)
+    // twice, then neighbours (group size, register cap).
     using kbit::kNvfp4GroupChunks, kbit::kNvfp4MinCtas;
-    if (kbit::nvfp4_chunks_per_element(p) == 2)
-      run("v3 ext, 2 chunks", kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks / 2, 2, kNvfp4MinCtas>, 1, 0);
-    run("v3 1 chunk", kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks, 1, kNvfp4MinCtas>, 2, 0);
-    run("v3 1 chunk", kbit::nvfp4_gemv_kernel<1, 1, kNvfp4MinCtas>, 1, 0);
-    run("v3 1 chunk m1", kbit::nvfp4_gemv_kernel<2, 1, 1>, 2, 0);
+    constexpr int kG2 = kNvfp4GroupChunks / 2;
+    const bool two = kbit::nvfp4_chunks_per_element(p) == 2;
+    for (int rep = 0; rep < 2; ++rep) {
+      if (two) {
+        run("v3 ext, 2 chunks", kbit::nvfp4_gemv_kernel<kG2, 2, true, kNvfp4MinCtas>, kG2, true, 0);
+        run("v3 ext, 2 chunks", kbit::nvfp4_gemv_kernel<kG2, 2, false, kNvfp4MinCtas>, kG2, false, 0);
+      }
+      run("v3 1 chunk", kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks, 1, true, kNvfp4MinCtas>, kNvfp4GroupChunks,
+          true, 0);
+      run("v3 1 chunk", kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks, 1, false, kNvfp4MinCtas>, kNvfp4GroupChunks,
+          false, 0);
+    }
+    // neighbours: smaller and deeper groups at 4 CTAs per SM, a register cap for 5
+    run("v3 1 chunk", kbit::nvfp4_gemv_kernel<1, 1, true, kNvfp4MinCtas>, 1, true, 0);
+    if (two) run("v3 2 chunks", kbit::nvfp4_gemv_kernel<2, 2, true, kNvfp4MinCtas>, 2, true, 0);
+    run("v3 1 chunk", kbit::nvfp4_gemv_kernel<4, 1, true, kNvfp4MinCtas>, 4, true, 0);
+    run("v3 1 chunk", kbit::nvfp4_gemv_kernel<kNvfp4GroupChunks, 1, true, 5>, kNvfp4GroupChunks, true, 0);
 #ifdef NVFP4_OLD
-    {  // the old kernel with its own launch rule: 2 waves, at most one CTA per 8 rows
-      const auto kernel = kbit::old::kbit::nvfp4_gemv_kernel;
-      const size_t smem = kbit::old::kbit::nvfp4_smem_bytes(k);
+    {  // the old (v2) kernel with its own launch rule and configuration
+      namespace o = kbit::old::kbit;
+      const bool two_old = o::nvfp4_chunks_per_element(reinterpret_cast<const o::Nvfp4Params&>(p)) == 2;
+      const auto kernel = two_old ? o::nvfp4_gemv_kernel<o::kNvfp4GroupChunks / 2, 2, o::kNvfp4MinCtas>
+                                  : o::nvfp4_gemv_kernel<o::kNvfp4GroupChunks, 1, o::kNvfp4MinCtas>;
+      const size_t smem = o::nvfp4_smem_bytes(k);
       CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
       int per_sm = 0;
       CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 256, smem));
-      int gx = std::min(std::max(1, (2 * sms * per_sm + l - 1) / l), (m + 7) / 8);
-      kbit::old::kbit::Nvfp4Params q;
+      const int gx = o::nvfp4_ctas_per_batch(m, l, sms * per_sm);
+      o::Nvfp4Params q;
       std::memcpy(&q, &p, sizeof q);
-      CK(cudaMemset(dc, 0xFF, size_t(l) * m * 2));
-      kernel<<<dim3(gx, l), 256, smem>>>(q);
-      CK(cudaDeviceSynchronize());
-      const double chk = check();
-      const float t = bench.median_us([&] { kernel<<<dim3(gx, l), 256, smem>>>(q); });
-      std::printf("  %-22s %8.2f %8.0f %6.0f%% %7s\n", "old (launch rule)", t, bytes / t / 1e3, 100.0 * t_read / t,
-                  chk <= 1.0 ? "ok" : "FAIL");
+      for (int rep = 0; rep < 2; ++rep) {
+        CK(cudaMemset(dc, 0xFF, size_t(l) * m * 2));
+        kernel<<<dim3(gx, l), 256, smem>>>(q);
+        CK(cudaDeviceSynchronize());
+        const double chk = check();
+        const float t = bench.median_us([&] { kernel<<<dim3(gx, l), 256, smem>>>(q); });
+        std::printf("  %-30s %8.2f %8.0f %6.0f%% %7s\n", "old (its launch rule)", t, bytes / t / 1e3,
+                    100.0 * t_read / t, chk <= 1.0 ? "ok" : "FAIL");
+      }
     }
 #endif
     CK(cudaFree(da)); CK(cudaFree(db)); CK(cudaFree(dsa)); CK(cudaFree(dsb)); CK(cudaFree(dc)); CK(cudaFree(rd));

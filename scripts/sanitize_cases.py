@@ -37,8 +37,10 @@ for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhe
         bad += not ok
         print(kernel, spec, ok, msg)
 os.environ.pop("KBIT_KERNEL", None)
-# k % 2048 == 0: two-chunk elements; (10, 16384, 1), (3, 4096, 2): fewer rows than warps in a CTA
-for m, k, l in ((128, 256, 1), (384, 7168, 2), (77, 1536, 3), (100, 2048, 2), (10, 16384, 1), (3, 4096, 2)):
+# k % 2048 == 0: two-chunk elements; (10, 16384, 1), (3, 4096, 2): fewer rows than warps in a CTA;
+# k % 256 != 0 (50, 1088, 2): plain scales loaded per lane, all others staged in shared memory
+for m, k, l in ((128, 256, 1), (384, 7168, 2), (77, 1536, 3), (100, 2048, 2), (10, 16384, 1), (3, 4096, 2),
+                (50, 1088, 2)):
     d = R.generate_input("nvfp4_gemv", m=m, k=k, l=l, seed=1, device="cuda")
     ok, msg = R.check_implementation(d, S.custom_kernel(d))
     bad += not ok

@@ -210,6 +210,34 @@ def test_nvfp4_blocked_scales_path():
 
 
 @requires_sm80
+@pytest.mark.parametrize("k,offset", [(2048, 4), (2048, 2), (1088, 0)])
+def test_nvfp4_scale_paths(k, offset):
+    """Plain sfa whose rows are 16-byte aligned (k % 256 == 0) is staged in
+    shared memory a CTA's rows at a time; other plain sfa is loaded by each
+    lane. The per-lane cases: sfa moved to a 4-byte (two chunks per lane
+    element, as staged: the same bits) or 2-byte offset (one chunk per element),
+    and k = 1088 (17 pieces of 64: rows of 68 bytes)."""
+    d = R.generate_input("nvfp4_gemv", m=300, k=k, l=3, seed=5, full_range=True, device="cuda")
+    want = S.custom_kernel(tuple(t.clone() for t in d)).clone()
+    ok, msg = R.check_implementation(d, want)
+    assert ok, msg
+    if offset == 0:
+        return
+    m, ks, l = d[2].shape
+    raw = torch.zeros(offset + l * m * ks, dtype=torch.uint8, device="cuda")
+    sfa = raw[offset:].view(l, m, ks).permute(1, 2, 0)        # the strides of d[2], base moved by offset
+    sfa.copy_(d[2].view(torch.uint8))
+    sfa = sfa.view(torch.float8_e4m3fn)
+    assert sfa.stride() == d[2].stride() and sfa.data_ptr() % 16 == offset
+    got = S.custom_kernel(d[:2] + (sfa,) + d[3:6] + (d[6].clone(),))
+    torch.cuda.synchronize()
+    if offset == 4:
+        assert torch.equal(got, want)
+    ok, msg = R.check_implementation(d, got)
+    assert ok, msg
+
+
+@requires_sm80
 def test_bad_input_raises_value_error_on_gpu():
     """The GPU fast path validates in C++: the same bad inputs as the CPU tests
     raise ValueError (no launch, no illegal access)."""
