@@ -34,7 +34,8 @@
 //   v2  double-buffered register groups across rows, loads before the set-up,
 //       one wave of CTAs;
 //       positive and negative codes summed in separate dp4a chains.
-//   v3  the CTA's sfa rows staged in shared memory under the set-up.
+//   v3  the CTA's sfa rows staged in shared memory under the set-up; the
+//       set-up's b and sfb loads issued together.
 #pragma once
 
 namespace kbit {
@@ -253,25 +254,57 @@ nvfp4_gemv_kernel(const Nvfp4Params p) {
     ptx::cp_async_commit();
   }
 
-  // Set-up under the first loads: the e4m3 table, b and sfb of batch l.
+  // Set-up under the first loads: the e4m3 table, b and sfb of batch l. Each
+  // thread issues all its b (or sfb) loads of a pass before it uses any, so
+  // that a pass costs one L2 round trip, not one per word (at k = 16384 a
+  // thread decodes 8 words of b and 4 scales of sfb).
+  // Per thread and pass (the per-lane scale path holds 2 kG more registers
+  // for its first group: fewer b words there, so that sm_80 does not spill).
+  constexpr int kBWords = kStaged ? 8 : 4, kSfbBytes = 4;
+  uint32_t code[kSfbBytes];                          // sfb: a pass of codes, loaded first
+  auto load_sfb = [&](int j0) {
+#pragma unroll
+    for (int u = 0; u < kSfbBytes; ++u) {
+      const int j = j0 + u * kNvfp4Threads;
+      const long long off = p.sfb_blocked ? nvfp4_sf_offset(0, j, l, 128, p.k / 16)
+                                          : (long long)j + (long long)l * p.sfb_sl;
+      code[u] = j < p.k / 16 ? p.sfb[off] : 0u;
+    }
+  };
+  load_sfb(tid);
   for (int i = tid; i < 256; i += kNvfp4Threads) fp8[i] = e4m3_decode(i);
-  __syncthreads();
   const uint8_t* b = p.b + (long long)l * p.b_sl;
-  for (int q = tid; q < p.k / 8; q += kNvfp4Threads) {   // thread per 8 elements (4 bytes)
-    const uint32_t w = *reinterpret_cast<const uint32_t*>(b + 4 * q), wn = w ^ 0x88888888u;
-    // signed bytes: pos - neg per byte (no borrow: one of the two is zero)
-    const uint32_t v0 = __vsub4(ptx::prmt(kFp4Lo, kFp4Hi, w), ptx::prmt(kFp4Lo, kFp4Hi, wn));
-    const uint32_t v1 = __vsub4(ptx::prmt(kFp4Lo, kFp4Hi, w >> 16), ptx::prmt(kFp4Lo, kFp4Hi, wn >> 16));
-    const int chunk = q / 4, part = q % 4;           // 4 words of 8 elements per chunk
-    const int bi = nvfp4_b_index<kV>(chunk, chunks);
-    uint32_t* dst = reinterpret_cast<uint32_t*>(part < 2 ? b_lo + bi : b_hi + bi);
-    dst[(part & 1) * 2 + 0] = v0;
-    dst[(part & 1) * 2 + 1] = v1;
+  for (int q0 = tid; q0 < p.k / 8; q0 += kBWords * kNvfp4Threads) {   // a word = 8 elements
+    uint32_t w[kBWords];
+#pragma unroll
+    for (int u = 0; u < kBWords; ++u) {
+      const int q = q0 + u * kNvfp4Threads;
+      w[u] = q < p.k / 8 ? *reinterpret_cast<const uint32_t*>(b + 4 * q) : 0u;
+    }
+#pragma unroll
+    for (int u = 0; u < kBWords; ++u) {
+      const int q = q0 + u * kNvfp4Threads;
+      if (q >= p.k / 8) break;
+      // signed bytes: pos - neg per byte (no borrow: one of the two is zero)
+      const uint32_t wn = w[u] ^ 0x88888888u;
+      const uint32_t v0 = __vsub4(ptx::prmt(kFp4Lo, kFp4Hi, w[u]), ptx::prmt(kFp4Lo, kFp4Hi, wn));
+      const uint32_t v1 =
+          __vsub4(ptx::prmt(kFp4Lo, kFp4Hi, w[u] >> 16), ptx::prmt(kFp4Lo, kFp4Hi, wn >> 16));
+      const int chunk = q / 4, part = q % 4;         // 4 words of 8 elements per chunk
+      const int bi = nvfp4_b_index<kV>(chunk, chunks);
+      uint32_t* dst = reinterpret_cast<uint32_t*>(part < 2 ? b_lo + bi : b_hi + bi);
+      dst[(part & 1) * 2 + 0] = v0;
+      dst[(part & 1) * 2 + 1] = v1;
+    }
   }
-  for (int j = tid; j < p.k / 16; j += kNvfp4Threads) {
-    const long long off = p.sfb_blocked ? nvfp4_sf_offset(0, j, l, 128, p.k / 16)
-                                        : (long long)j + (long long)l * p.sfb_sl;
-    sfb_s[j] = 0.25f * fp8[p.sfb[off]];
+  __syncthreads();                                   // the e4m3 table
+  for (int j0 = tid; j0 < p.k / 16; j0 += kSfbBytes * kNvfp4Threads) {
+    if (j0 != tid) load_sfb(j0);
+#pragma unroll
+    for (int u = 0; u < kSfbBytes; ++u) {
+      const int j = j0 + u * kNvfp4Threads;
+      if (j < p.k / 16) sfb_s[j] = 0.25f * fp8[code[u]];
+    }
   }
   if constexpr (kStaged) ptx::cp_async_wait<0>();
   __syncthreads();
