@@ -1,9 +1,12 @@
 // bench_util.cuh — what the standalone nvcc-built tools in scripts/ share
-// (nvfp4_bench.cu, l2_flush_check.cu, stream_probe.cu; built with -Iptx).
+// (nvfp4_bench.cu, l2_flush_check.cu, stream_probe.cu; built with -Iptx): the CK
+// macro, the L2 flush and an event-timed median.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include <cuda_runtime.h>
 
@@ -29,4 +32,28 @@ __global__ void flush_l2_kernel(const uint4* p, size_t n, unsigned* sink) {
     x ^= v.x ^ v.y ^ v.z ^ v.w;
   }
   if (x == 0x9e3779b9u) *sink = x;   // keeps the loads
+}
+
+// Median time in microseconds (CUDA events) of launch(), each run after
+// before() (e.g. an L2 flush, outside the timed span); 3 untimed runs first.
+template <class Before, class Launch>
+float median_event_us(Before before, Launch launch, int reps) {
+  static cudaEvent_t e0 = nullptr, e1 = nullptr;
+  if (!e0) {
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+  }
+  std::vector<float> t;
+  for (int r = 0; r < reps + 3; ++r) {
+    before();
+    CK(cudaEventRecord(e0));
+    launch();
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    if (r >= 3) t.push_back(ms * 1e3f);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
 }

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "sm90.cuh"
-#include "bench_util.cuh"   // CK, flush_l2_kernel
+#include "bench_util.cuh"   // CK, flush_l2_kernel, median_event_us
 
 // Plain readers, 16-byte loads, one per thread per grid stride:
 //   0 ld.global.nc.L1::no_allocate   1 ld.global.nc   2 ld.global (default .ca)
@@ -126,9 +126,6 @@ int main() {
     if (f < 5) read(f, flush, flush_bytes);
     if (f == 5) CK(cudaMemsetAsync(flush, 1, flush_bytes));
   };
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   std::printf("time of reading X (MB) after reading it and a flush (us, median of 20; GB/s in brackets)\n");
   std::printf("%6s %-9s", "X MB", "flush");
   for (const char* n : names) std::printf(" %15s", n);
@@ -141,20 +138,12 @@ int main() {
     for (int f = 0; f < 7; ++f) {
       std::printf("%6zu %-9s", mb, f < 5 ? names[f] : f == 5 ? "memset" : "none");
       for (int r = 0; r < 5; ++r) {
-        std::vector<float> t;
-        for (int rep = 0; rep < 23; ++rep) {
-          read(r, x, bytes);
-          do_flush(f);
-          CK(cudaEventRecord(e0));
-          read(r, x, bytes);
-          CK(cudaEventRecord(e1));
-          CK(cudaEventSynchronize(e1));
-          float ms = 0;
-          CK(cudaEventElapsedTime(&ms, e0, e1));
-          if (rep >= 3) t.push_back(ms * 1e3f);
-        }
-        std::sort(t.begin(), t.end());
-        const float us = t[t.size() / 2];
+        const float us = median_event_us(
+            [&] {
+              read(r, x, bytes);
+              do_flush(f);
+            },
+            [&] { read(r, x, bytes); }, 20);
         std::printf(" %7.2f (%5.0f)", us, bytes / us / 1e3);
       }
       std::printf("\n");

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "sm90.cuh"
-#include "bench_util.cuh"   // CK, flush_l2_kernel
+#include "bench_util.cuh"   // CK, flush_l2_kernel, median_event_us
 #include "nvfp4_gemv.cuh"
 #define KBIT_STR2(x) #x
 #define KBIT_STR(x) KBIT_STR2(x)
@@ -90,29 +90,14 @@ struct Bench {
   uint4* flush = nullptr;
   size_t flush_n = (size_t(256) << 20) / 16;
   unsigned* sink = nullptr;
-  cudaEvent_t e0, e1;
   Bench() {
     CK(cudaMalloc(&flush, flush_n * 16));
     CK(cudaMemset(flush, 1, flush_n * 16));
     CK(cudaMalloc(&sink, 4));
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
   }
   template <class F>
   float median_us(F launch, int reps = 30) {
-    std::vector<float> t;
-    for (int r = 0; r < reps + 3; ++r) {
-      flush_l2_kernel<<<1024, 256>>>(flush, flush_n, sink);
-      CK(cudaEventRecord(e0));
-      launch();
-      CK(cudaEventRecord(e1));
-      CK(cudaEventSynchronize(e1));
-      float ms = 0;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      if (r >= 3) t.push_back(ms * 1e3f);
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    return median_event_us([&] { flush_l2_kernel<<<1024, 256>>>(flush, flush_n, sink); }, launch, reps);
   }
 };
 

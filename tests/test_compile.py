@@ -67,10 +67,12 @@ def test_compile_mode_exit_code_on_planted_error(tmp_path, monkeypatch):
 
 
 @needs_nvcc
-def test_nvfp4_bench_tool_compiles(tmp_path):
-    """scripts/nvfp4_bench.cu (standalone nvfp4 tuning) builds against the
-    current ptx/ headers, so the tool cannot silently rot."""
+@pytest.mark.parametrize("tool", ["nvfp4_bench", "l2_flush_check", "stream_probe"])
+def test_standalone_tool_compiles(tool, tmp_path):
+    """The standalone tools in scripts/ (nvfp4 tuning, the L2 flush check, the
+    streaming probe; they share scripts/bench_util.cuh) build against the
+    current ptx/ headers, so they cannot silently rot."""
     proc = subprocess.run(["nvcc", "-O1", "-std=c++17", "-arch=sm_90a", f"-I{ROOT / 'ptx'}",
-                           "-o", str(tmp_path / "nvfp4_bench"), str(ROOT / "scripts" / "nvfp4_bench.cu")],
+                           "-o", str(tmp_path / tool), str(ROOT / "scripts" / f"{tool}.cu")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
