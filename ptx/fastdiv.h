@@ -31,16 +31,29 @@ struct FastDiv {
 
   // Built where d is known (the host, or a device set-up that cannot avoid it).
   KBIT_HD static FastDiv of(uint32_t d) {
+    FastDiv f;
+    f.d = d;
 #if defined(__CUDA_ARCH__)
     const uint32_t l = d > 1 ? 32 - __clz(d - 1) : 0;   // ceil(log2 d), one instruction
+    f.shift = 31 + l;
+    // m without a 64-bit integer division, which is a subroutine call on the
+    // GPU: one thread building two divisors with it took ~0.8 us in the
+    // grouped decode set-up (docs/results.md v21). The double-precision
+    // quotient (inline: a reciprocal and a few DFMAs) is the exact one, which
+    // lies below 2^32, rounded to nearest: it cannot pass an integer (integers
+    // there are doubles), but it can land on the integer just below a
+    // fractional quotient. Its ceiling is then m - 1, and one 64-bit multiply
+    // tells. (Directed rounding, __ddiv_ru, is a subroutine call again.)
+    const uint64_t num = uint64_t(1) << f.shift;
+    uint64_t m = __double2ull_rz(ceil(double(num) / double(d)));
+    if (m * d < num) ++m;
+    f.mul = uint32_t(m);
 #else
     uint32_t l = 0;
     while ((uint64_t(1) << l) < d) ++l;
-#endif
-    FastDiv f;
-    f.d = d;
     f.shift = 31 + l;
     f.mul = uint32_t(((uint64_t(1) << f.shift) + d - 1) / d);
+#endif
     return f;
   }
   // floor(n / d) for 0 <= n < 2^31.

@@ -496,20 +496,27 @@ struct DecodeSplit {
 
   // The split of `tiles` tiles: the host's (dense layers: p.split_units > 0)
   // or computed here (grouped layers, where the tile count depends on the
-  // offsets; two 64-bit divisions then build the divisors).
+  // offsets; FastDiv::of then builds the two divisors on the device).
   __device__ void init(const DecodeParams& p, int tiles, int C, int cta, int min_units) {
-    k_tiles = p.layout.k_tiles;
-    if (kNarrow || (p.split_units > 0 && tiles * k_tiles == p.split_units)) {
+    if (kNarrow || (p.split_units > 0 && tiles * p.layout.k_tiles == p.split_units)) {
+      k_tiles = p.layout.k_tiles;
       u_all = p.split_units;
       c = p.split_ctas;
       by_c = p.split_ctas_div;
       by_units = p.split_units_div;
+      cb = cta < c ? share_begin(cta, u_all, by_c) : 0;
+      ce = cta < c ? share_begin(cta + 1, u_all, by_c) : 0;
     } else {
-      u_all = tiles * k_tiles;
-      c = decode_ctas(u_all, C, kWarps * min_units);
-      by_c = FastDiv::of(uint32_t(c));
-      by_units = FastDiv::of(uint32_t(max(u_all, 1)));
+      init_device(p.layout.k_tiles, tiles, C, cta, min_units);
     }
+  }
+  // The split computed here (grouped layers: the host leaves split_units 0).
+  __device__ void init_device(int k_tiles_, int tiles, int C, int cta, int min_units) {
+    k_tiles = k_tiles_;
+    u_all = tiles * k_tiles;
+    c = decode_ctas(u_all, C, kWarps * min_units);
+    by_c = FastDiv::of(uint32_t(c));
+    by_units = FastDiv::of(uint32_t(max(u_all, 1)));
     cb = cta < c ? share_begin(cta, u_all, by_c) : 0;
     ce = cta < c ? share_begin(cta + 1, u_all, by_c) : 0;
   }
@@ -552,7 +559,9 @@ struct DecodeSplit {
 // Probe 256: the CTA's timeline, 16 64-bit words at C + 128 * blockIdx.x bytes:
 // %globaltimer (ns) at its start and end, then SM clocks from its start to:
 // thread 0's codebook value, its first weight word (probe 512 only: the
-// barrier then waits for it) and its dense offsets arriving; the codebook
+// barrier then waits for it) and its dense offsets arriving (grouped layers:
+// thread 0 entering and leaving the split inside the slot table, and the slot
+// table and split read); the codebook
 // barrier; the table barrier; the first and the last warp's end of the main
 // loop; the CTA's end; thread 0's set-up steps (a kernel parameter arrived, the
 // split computed, prologue copies issued, activation loads issued, split-tile
@@ -646,14 +655,40 @@ kbit_decode_kernel(const DecodeParams p) {
   // before anything is written. Grouped layers need the slot table first.
   // A dense layer is one slot (the host gives this kernel M <= 8 rows per
   // slot, and checks M <= 8 here with the offsets).
-  bool offsets_ok = true;
-  if (!dense) offsets_ok = build_slot_table<Cfg>(slot_start, scratch, p.offsets, p.E, p.M, tid);
-  const int S = dense ? 1 : (offsets_ok ? slot_start[p.E] : 0);
+  // Grouped layers compute the split on the device (the tile count depends on
+  // the offsets). Thread 0 does it once, inside the slot table's last barrier,
+  // and the warps read it from shared memory. Every warp computing it, with
+  // two 64-bit integer divisions (subroutine calls) for the divisors, put
+  // ~1.2 us between the slot table and the split at grouped t = 1; now ~0.6
+  // (thread 0's ~0.4 us and the barrier; docs/results.md v21).
+  using Split = DecodeSplit<Cfg::kWarps, Cfg::kDense>;
+  __shared__ Split split_s;
+  __shared__ int slots_s;
   const int n_blocks = cdiv(p.N, Cfg::BLOCK_N);
   const int k_tiles = p.layout.k_tiles;
+  const auto tiles_if_fit = [&](int slots) { return (long long)slots * n_blocks <= p.max_tiles ? slots * n_blocks : 0; };
+  bool offsets_ok = true;
+  int S = 1;
+  Split split;
+  if (dense) {
+    split.init(p, tiles_if_fit(1), gridDim.x, blockIdx.x, kDecodeMinUnits);
+  } else {
+    offsets_ok = build_slot_table<Cfg>(slot_start, scratch, p.offsets, p.E, p.M, tid, [&](int slots) {
+      if (kTimeline) tl.c_cbval = clock64();
+      slots_s = slots;
+      split_s.init_device(k_tiles, tiles_if_fit(slots), gridDim.x, blockIdx.x, kDecodeMinUnits);
+      if (kTimeline) tl.c_wval = clock_after(uint32_t(split_s.ce));
+    });
+    if (offsets_ok) {
+      S = slots_s;
+      split = split_s;
+    } else {
+      S = 0;   // (nothing is copied; the kernel writes NaN below)
+      split.init_device(k_tiles, 0, gridDim.x, blockIdx.x, kDecodeMinUnits);
+    }
+  }
+  if (kTimeline && !dense && tid == 0) tl.c_offval = clock64();   // grouped: the slot table is built
   const bool fits = (long long)S * n_blocks <= p.max_tiles;
-  DecodeSplit<Cfg::kWarps, Cfg::kDense> split;
-  split.init(p, fits ? S * n_blocks : 0, gridDim.x, blockIdx.x, kDecodeMinUnits);
   const FastDiv& by_k_tiles = p.k_tiles_div;
   const int u_begin = split.begin(warp), u_end = split.begin(warp + 1);
   const bool active = u_end > u_begin;
@@ -782,11 +817,14 @@ kbit_decode_kernel(const DecodeParams p) {
 
   if (kTimeline && tid == 0) {
     tl.c_ends = clock64();
-    tl.c_cbval = clock_after(tl_cb);
-    tl.c_offval = clock_after(uint32_t(dense_off0 + dense_off1));
+    if (dense) {
+      tl.c_cbval = clock_after(tl_cb);
+      tl.c_offval = clock_after(uint32_t(dense_off0 + dense_off1));
+    }
     // 512: also wait for a weight word of the first copy (delays the barrier).
     if ((KBIT_DECODE_PROBE & 512) && active) tl_w = __ldg(reinterpret_cast<const uint32_t*>(cur.w_src));
-    tl.c_wval = (KBIT_DECODE_PROBE & 512) ? clock_after(tl_w) : tl.c0;
+    if (KBIT_DECODE_PROBE & 512) tl.c_wval = clock_after(tl_w);
+    else if (dense) tl.c_wval = tl.c0;
   }
   if (dense)
     offsets_ok = dense_off0 == 0 && dense_off1 == p.M && p.M <= (Cfg::kDense ? Cfg::kActRows : Cfg::BLOCK_M) &&

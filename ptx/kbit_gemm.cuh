@@ -173,9 +173,15 @@ __device__ __forceinline__ void build_pair_lut(uint32_t* lut, const float* cb_s,
 // (one per BLOCK_M rows). Returns false (on every thread) if the offsets are
 // not a valid partition of 0..M: then the kernel writes NaN instead of
 // computing, so bad offsets are loud and never read out of bounds.
-template <class Cfg>
+// `on_total(S)` runs on thread 0 once the slot count S is known, before the
+// final barrier: CTA-wide values derived from S are computed there once and
+// published through shared memory (their validity rests on the return value).
+struct NoSlotTotal {
+  __device__ void operator()(int) const {}
+};
+template <class Cfg, class OnTotal = NoSlotTotal>
 __device__ bool build_slot_table(int* slot_start, int* scratch, const int32_t* offsets, int E,
-                                 int M, int tid) {
+                                 int M, int tid, OnTotal on_total = {}) {
   const int lane = tid & 31, warp = tid >> 5;
   bool ok = true;
   int carry = 0;
@@ -206,7 +212,11 @@ __device__ bool build_slot_table(int* slot_start, int* scratch, const int32_t* o
     carry += total;
     __syncthreads();
   }
-  if (tid == 0) ok = ok && __ldg(offsets) == 0 && __ldg(offsets + E) == M;
+  if (tid == 0) {
+    on_total(carry);   // (first: it does not depend on the checks)
+    const int first = __ldg(offsets), last = __ldg(offsets + E);   // both loads in flight at once
+    ok = ok && first == 0 && last == M;
+  }
   return __syncthreads_and(ok);
 }
 

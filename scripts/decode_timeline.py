@@ -6,6 +6,8 @@ of (all in µs; CTA means unless named):
   skew       last CTA start - first CTA start (%globaltimer)
   cb/off val CTA start -> thread 0 has its codebook value / dense offsets
   w val      CTA start -> thread 0 has a weight word of its first copy (probe 512; else 0)
+             (grouped layers: cb val / w val = thread 0 enters / leaves the split it
+             computes inside the slot table; off val = the slot table and split are read)
   param, split, copies, acts, ends: CTA start -> thread 0 has a kernel parameter, has
              its units, has issued its prologue copies, its activation loads, its
              split-tile bookkeeping
@@ -15,8 +17,11 @@ of (all in µs; CTA means unless named):
   cta        CTA start -> CTA end (split tiles completed)
   span       first CTA start -> last CTA end; mean/max over CTAs shown for cta
 SM clocks are converted with each CTA's own clock rate (clocks / ns of its span).
-Usage: python3 scripts/decode_timeline.py [--probe P] case [case ...]
-(P: further probe bits, e.g. 32 to leave the split-tile completion out, 512 for w val.)
+Usage: python3 scripts/decode_timeline.py [--probe P] [--warm] case [case ...]
+(P: further probe bits, e.g. 32 to leave the split-tile completion out, 512 for w val.
+--warm: after each flush, one call on a second input of the same case (another seed)
+runs first, so the timed call finds the kernel's code and constants warm but its own
+data cold: the difference to a plain run is what cold code costs.)
 Timeline rows past the end of C are not written (few on the smallest layers)."""
 import argparse
 import os
@@ -56,6 +61,7 @@ def timeline(c: torch.Tensor):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--probe", type=int, default=0, help="further probe bits")
+    ap.add_argument("--warm", action="store_true", help="warm the code with a call on other data after each flush")
     ap.add_argument("cases", nargs="+")
     args = ap.parse_args()
     os.environ["KBIT_DECODE_CFG"] = f"16,0,0,{256 | args.probe}"
@@ -67,11 +73,14 @@ def main():
     print(f"{'case':30s}" + "".join(f"{c:>8s}" for c in cols))
     for name in args.cases:
         data = generate(specs[name], "cuda")
+        other = generate(dict(specs[name], seed=specs[name]["seed"] + 1), "cuda") if args.warm else None
         S.custom_kernel(data)
         torch.cuda.synchronize()
         per = []
         for _ in range(7):
             timer.flush()
+            if other is not None:
+                S.custom_kernel(other)
             c = S.custom_kernel(data)
             torch.cuda.synchronize()
             t = timeline(c)

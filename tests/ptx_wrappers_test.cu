@@ -47,3 +47,19 @@ void ldmatrix(torch::Tensor src, torch::Tensor out) {
   ldmatrix_kernel<<<1, 32>>>(reinterpret_cast<const uint16_t*>(src.data_ptr()),
                              reinterpret_cast<uint32_t*>(out.data_ptr()));
 }
+
+// FastDiv::of on the device (ptx/fastdiv.h builds the multiplier there without
+// a 64-bit integer division): out[i] = {mul, shift} for divisor d[i].
+__global__ void fastdiv_of_kernel(const uint32_t* d, uint32_t* out, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const kbit::FastDiv f = kbit::FastDiv::of(d[i]);
+  out[2 * i] = f.mul;
+  out[2 * i + 1] = f.shift;
+}
+
+void fastdiv_of(torch::Tensor d, torch::Tensor out) {
+  const int n = int(d.numel());
+  fastdiv_of_kernel<<<(n + 255) / 256, 256>>>(reinterpret_cast<const uint32_t*>(d.data_ptr()),
+                                               reinterpret_cast<uint32_t*>(out.data_ptr()), n);
+}

@@ -1,5 +1,6 @@
 """PTX wrapper unit tests on the GPU: the MMA fragment order and ldmatrix's
-lane/register mapping, with a tiny kernel against torch (skip without CUDA)."""
+lane/register mapping, with a tiny kernel against torch, and the device-side
+FastDiv multiplier against exact integer arithmetic (skip without CUDA)."""
 from pathlib import Path
 
 import pytest
@@ -15,12 +16,14 @@ def ext():
     import submission as S
     from torch.utils.cpp_extension import load_inline
     cap = torch.cuda.get_device_capability()
-    src = ('#include <torch/extension.h>\n' + S._expand("sm80.cuh", set()) +
+    seen: set = set()   # (fastdiv.h once, whether or not the family header includes it)
+    src = ('#include <torch/extension.h>\n' + S._expand("sm80.cuh", seen) + S._expand("fastdiv.h", seen) +
            (HERE / "ptx_wrappers_test.cu").read_text())
     return load_inline(name="kbit_wrapper_tests_" + S.arch_tag("sm80", cap), cpp_sources=[
         "void mma_fragment(torch::Tensor, torch::Tensor, torch::Tensor);\n"
-        "void ldmatrix(torch::Tensor, torch::Tensor);"],
-        cuda_sources=[src], functions=["mma_fragment", "ldmatrix"],
+        "void ldmatrix(torch::Tensor, torch::Tensor);\n"
+        "void fastdiv_of(torch::Tensor, torch::Tensor);"],
+        cuda_sources=[src], functions=["mma_fragment", "ldmatrix", "fastdiv_of"],
         extra_cuda_cflags=S.NVCC_FLAGS + [S.gencode(S.arch_tag("sm80", cap))])
 
 
@@ -47,3 +50,28 @@ def test_ldmatrix_x4_lane_mapping(ext):
             row = 8 * j + lane // 4           # matrix j, row lane / 4
             lo = row * 8 + 2 * (lane % 4)     # elements 2 (lane % 4), +1
             assert int(out[lane, j]) == lo | ((lo + 1) << 16), (lane, j)
+
+
+@requires_sm80
+def test_fastdiv_of_on_device(ext):
+    """The device builds FastDiv's multiplier from a double-precision quotient
+    and one correction step; it must equal ceil(2^shift / d) exactly, the
+    value the host computes and tests/test_fastdiv.py checks against `/`."""
+    import random
+    rng = random.Random(7)
+    ds = list(range(1, 70000)) + [(1 << b) + o for b in range(16, 32) for o in (-1, 0, 1)]
+    ds += [rng.randrange(1, 1 << 32) for _ in range(200000)] + [0x7FFFFFFF, 0x80000001, 0xFFFFFFFF]
+    ds = [d for d in ds if 1 <= d < 1 << 32]
+    # (uint32 divisors passed as int32 bit patterns)
+    d32 = torch.tensor([x - (1 << 32) if x >= 1 << 31 else x for x in ds], dtype=torch.int32, device="cuda")
+    out = torch.zeros(len(ds), 2, dtype=torch.int32, device="cuda")
+    ext.fastdiv_of(d32, out)
+    got = (out.cpu().to(torch.int64) & 0xFFFFFFFF).tolist()
+    bad = []
+    for x, (mul, shift) in zip(ds, got):
+        l = (x - 1).bit_length()
+        want_shift = 31 + l
+        want_mul = -(-(1 << want_shift) // x)
+        if (mul, shift) != (want_mul, want_shift):
+            bad.append((x, mul, shift, want_mul, want_shift))
+    assert not bad, f"{len(bad)} divisors wrong, first: {bad[:5]}"
