@@ -11,14 +11,21 @@ from conftest import requires_sm80
 HERE = Path(__file__).resolve().parent
 
 
+def wrapper_test_source() -> str:
+    """The extension's CUDA source: the sm80 family header, fastdiv.h and
+    tests/ptx_wrappers_test.cu (tests/test_compile.py builds it without a GPU)."""
+    import submission as S
+    seen: set = set()   # (fastdiv.h once, whether or not the family header includes it)
+    return ('#include <torch/extension.h>\n' + S._expand("sm80.cuh", seen) + S._expand("fastdiv.h", seen) +
+            (HERE / "ptx_wrappers_test.cu").read_text())
+
+
 @pytest.fixture(scope="module")
 def ext():
     import submission as S
     from torch.utils.cpp_extension import load_inline
     cap = torch.cuda.get_device_capability()
-    seen: set = set()   # (fastdiv.h once, whether or not the family header includes it)
-    src = ('#include <torch/extension.h>\n' + S._expand("sm80.cuh", seen) + S._expand("fastdiv.h", seen) +
-           (HERE / "ptx_wrappers_test.cu").read_text())
+    src = wrapper_test_source()
     return load_inline(name="kbit_wrapper_tests_" + S.arch_tag("sm80", cap), cpp_sources=[
         "void mma_fragment(torch::Tensor, torch::Tensor, torch::Tensor);\n"
         "void ldmatrix(torch::Tensor, torch::Tensor);\n"
