@@ -504,8 +504,7 @@ struct DecodeSplit {
       c = p.split_ctas;
       by_c = p.split_ctas_div;
       by_units = p.split_units_div;
-      cb = cta < c ? share_begin(cta, u_all, by_c) : 0;
-      ce = cta < c ? share_begin(cta + 1, u_all, by_c) : 0;
+      set_cta(cta);
     } else {
       init_device(p.layout.k_tiles, tiles, C, cta, min_units);
     }
@@ -517,6 +516,10 @@ struct DecodeSplit {
     c = decode_ctas(u_all, C, kWarps * min_units);
     by_c = FastDiv::of(uint32_t(c));
     by_units = FastDiv::of(uint32_t(max(u_all, 1)));
+    set_cta(cta);
+  }
+  // This CTA's share [cb, ce) of the split.
+  __device__ void set_cta(int cta) {
     cb = cta < c ? share_begin(cta, u_all, by_c) : 0;
     ce = cta < c ? share_begin(cta + 1, u_all, by_c) : 0;
   }
@@ -666,7 +669,10 @@ kbit_decode_kernel(const DecodeParams p) {
   __shared__ int slots_s;
   const int n_blocks = cdiv(p.N, Cfg::BLOCK_N);
   const int k_tiles = p.layout.k_tiles;
-  const auto tiles_if_fit = [&](int slots) { return (long long)slots * n_blocks <= p.max_tiles ? slots * n_blocks : 0; };
+  // Whether the counters the host sized hold the tiles of `slots` slots (if not,
+  // the split is empty and the kernel writes NaN below).
+  const auto fit = [&](int slots) { return (long long)slots * n_blocks <= p.max_tiles; };
+  const auto tiles_if_fit = [&](int slots) { return fit(slots) ? slots * n_blocks : 0; };
   bool offsets_ok = true;
   int S = 1;
   Split split;
@@ -687,8 +693,8 @@ kbit_decode_kernel(const DecodeParams p) {
       split.init_device(k_tiles, 0, gridDim.x, blockIdx.x, kDecodeMinUnits);
     }
   }
-  if (kTimeline && !dense && tid == 0) tl.c_offval = clock64();   // grouped: the slot table is built
-  const bool fits = (long long)S * n_blocks <= p.max_tiles;
+  if (kTimeline && !dense && tid == 0) tl.c_offval = clock64();   // grouped: slot table and split read
+  const bool fits = fit(S);
   const FastDiv& by_k_tiles = p.k_tiles_div;
   const int u_begin = split.begin(warp), u_end = split.begin(warp + 1);
   const bool active = u_end > u_begin;
