@@ -698,6 +698,13 @@ struct Producer {
   }
 };
 
+// The barrier of the threads that hold accumulators, for finish_tile: the
+// whole CTA, unless a kernel has warps that run a loop of their own (the wgmma
+// kernel's copy warp: MmaWarpsSync).
+struct CtaSync {
+  __device__ __forceinline__ void operator()() const { __syncthreads(); }
+};
+
 // A tile (or this CTA's part of it) is finished: full tiles go straight to C.
 // Split tile: every contributor adds its part into the tile's fp32 workspace
 // (fire-and-forget atomics), then counts itself in; the last to arrive reads
@@ -705,11 +712,11 @@ struct Producer {
 // trip whatever the number of contributors; the summation order (hence the
 // last bits of the fp32 sum) varies between runs. Whole CTA (barriers). The
 // last to arrive loads all its sums into acc before it stores any: one L2
-// round trip, not one per element.
-template <class Cfg>
+// round trip, not one per element. `sync` is the accumulator holders' barrier.
+template <class Cfg, class Sync = CtaSync>
 __device__ __forceinline__ void finish_tile(const KbitParams& p, const StreamKShare& sh, const TilePos& pos,
                                             float (&acc)[Cfg::kNT][Cfg::kMTiles][4], float out_scale,
-                                            int* flag, int tid, int warp, int lane) {
+                                            int* flag, int tid, int warp, int lane, Sync sync = {}) {
   // Opaque indices: the epilogue's per-thread offsets are computed here, not
   // hoisted into the main loop, where they held ~60 registers for the whole
   // kernel (the wgmma kernel's 64-row tile spilled).
@@ -726,12 +733,12 @@ __device__ __forceinline__ void finish_tile(const KbitParams& p, const StreamKSh
 #pragma unroll
     for (int mt = 0; mt < Cfg::kMTiles; ++mt)
       ptx::red_add_f32x4(ws + ws_quad<Cfg>(t, nt, mt), acc[nt][mt][0], acc[nt][mt][1], acc[nt][mt][2], acc[nt][mt][3]);
-  __syncthreads();   // the CTA's workspace adds, before thread 0's release
+  sync();   // the CTA's workspace adds, before thread 0's release
   if (tid == 0) {
     const int arrived = ptx::atom_add_acq_rel_gpu(p.counters + pos.tile, 1);
     *flag = arrived == sh.last_cta(pos.tile) - sh.first_cta(pos.tile);
   }
-  __syncthreads();   // thread 0's acquire, before the CTA reads the sums
+  sync();   // thread 0's acquire, before the CTA reads the sums
   if (*flag) {   // last to arrive
 #pragma unroll
     for (int nt = 0; nt < Cfg::kNT; ++nt)
@@ -748,7 +755,7 @@ __device__ __forceinline__ void finish_tile(const KbitParams& p, const StreamKSh
     store_tile<Cfg>(p, pos, out_scale, warp, lane, [&](int nt, int mt, int q) { return acc[nt][mt][q]; });
     if (tid == 0) p.counters[pos.tile] = 0;   // ready for the next launch
   }
-  __syncthreads();
+  sync();
 }
 
 // ---------------------------------------------------------------------------

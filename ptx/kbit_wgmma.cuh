@@ -19,9 +19,15 @@
 //   instructions (the activation box through a tensor map, which also writes
 //   the 128-byte swizzle and zero-fills rows past M and columns past K; the
 //   plane words and scale bytes as 1-D bulk copies) and the stage's mbarrier
-//   counts their bytes. The other threads issue no copies and compute no
-//   addresses (the mma.sync kernel's cp.async producer costs every thread
+//   (full) counts their bytes. The other threads issue no copies and compute
+//   no addresses (the mma.sync kernel's cp.async producer costs every thread
 //   ~55 instructions per K-tile).
+// * Up to 32 activation rows, that thread is lane 0 of a copy warp of its
+//   own: the MMA warps release a slot warp by warp (an arrive on its empty
+//   mbarrier) and never wait for each other; the copy warp waits for a slot's
+//   release and refills it. Larger tiles have no registers to spare for a
+//   ninth (thirteenth) warp: there thread 0 refills the previous slot after a
+//   CTA barrier, between its own MMAs.
 //
 // Version log
 //   v1  wgmma m64nNk16 with register A, double-buffered fragments, stream-K.
@@ -32,6 +38,10 @@
 //       fits beside the ring: k <= 4, with 5 instead of 6 stages at 32 rows and
 //       3 instead of 4 at 64 rows for k = 4 (H100: Llama-3-70B M = 32 / 64
 //       2-4 % faster, Qwen3 M = 64 2-4 % slower; docs/results.md v19).
+//   v5  up to 32 rows, a copy warp and per-slot empty mbarriers instead of
+//       thread 0's copies after a CTA barrier per K-tile; B descriptors
+//       stepped by adding to their low word (H100: Llama-3-70B M = 32 8-9 %,
+//       M = 64 / 128 2-3 % faster; docs/results.md v22).
 #pragma once
 
 #include <cuda.h>   // CUtensorMap (the type only; the host encodes it through the runtime's driver entry point)
@@ -45,6 +55,13 @@ namespace kbit {
 struct WgmmaParams : KbitParams {
   CUtensorMap a_map;
 };
+
+#ifndef KBIT_WGMMA_COPY_WARP
+#define KBIT_WGMMA_COPY_WARP 1   // 0: thread 0 issues the copies between its MMAs (A/B)
+#endif
+#ifndef KBIT_WGMMA_COPY_WARP_MAX_M
+#define KBIT_WGMMA_COPY_WARP_MAX_M 32   // the largest BLOCK_M with a copy warp (kCopyWarp)
+#endif
 
 #ifndef KBIT_WGMMA_WIDE_LUT
 #define KBIT_WGMMA_WIDE_LUT 1   // 0: the 128-byte-row pair table (A/B)
@@ -82,7 +99,7 @@ struct WgmmaConfig {
   static constexpr int kMTiles = kBlockM_ / 8;       // 8-column groups of the accumulator
   static constexpr int kStages = kStages_;
   static constexpr int kMinBlocks = kMinBlocks_;
-  static constexpr int kThreads = kWarps * kWarpSize;
+  static constexpr int kThreads = kWarps * kWarpSize;   // the MMA warps
   static constexpr int BLOCK_M = kBlockM_;
   static constexpr int BLOCK_N = kWarps * 16;
   static constexpr int kPieceN = BLOCK_M < 64 ? BLOCK_M : 64;   // wgmma N of one instruction
@@ -93,6 +110,16 @@ struct WgmmaConfig {
   static constexpr int kSBytes = BLOCK_N * 2;
   static constexpr int kAOff = 0, kWOff = kABytes, kSOff = kABytes + kWBytes;
   static constexpr int kStageBytes = wgmma_stage_bytes(kBits, BLOCK_M, kWarps);
+
+  // The copies: a warp of their own after the MMA warps (kCopyWarp), or
+  // thread 0 between its MMAs. The copy warp takes registers at the kernel's
+  // count, so it is used where the configured CTAs per SM still fit: up to 32
+  // rows (two CTAs of 9 warps, <= 102 registers). Not the 64-row tile (118
+  // registers) nor the 128-row one (13 warps put 4 on one scheduler: <= 128
+  // registers against 152).
+  static constexpr bool kCopyWarp = KBIT_WGMMA_COPY_WARP && kBlockM_ <= KBIT_WGMMA_COPY_WARP_MAX_M;
+  static constexpr int kCtaWarps = kWarps + (kCopyWarp ? 1 : 0);
+  static constexpr int kCtaThreads = kCtaWarps * kWarpSize;
 
   // Pair table (KbitConfig): 128-byte rows, or where kMinBlocks CTAs still fit
   // in shared memory (k <= 4; the launch picks the ring depth for it,
@@ -176,53 +203,92 @@ struct TmaCursor : WeightCursor<Cfg> {
 template <class Cfg>
 __device__ __forceinline__ void wgmma_ktile(float (&acc)[1][Cfg::kMTiles][4], const uint32_t (&f)[4][4],
                                             uint32_t a_stage, uint32_t accumulate) {
+  const uint32_t lo = ptx::wgmma_desc_sw128_kmajor_lo(a_stage);
   ptx::wgmma_fence();
 #pragma unroll
   for (int s = 0; s < 4; ++s)
 #pragma unroll
     for (int pc = 0; pc < Cfg::kPieces; ++pc) {
-      const uint64_t desc = ptx::wgmma_desc_sw128_kmajor(a_stage + pc * Cfg::kPieceN * 128 + s * 32);
+      const uint64_t desc = ptx::wgmma_desc_sw128_kmajor_of(lo + ((pc * Cfg::kPieceN * 128 + s * 32) >> 4));
       ptx::wgmma_rs<Cfg::kPieceN, typename Cfg::T>(&acc[0][pc * (Cfg::kPieceN / 8)][0], f[s], desc,
                                                    s == 0 ? accumulate : 1u);
     }
   ptx::wgmma_commit();
 }
 
+// The set-up (tables, slot table) is the whole CTA's, the copy warp included.
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kMinBlocks)
+struct WgmmaSetup : Cfg {
+  static constexpr int kWarps = Cfg::kCtaWarps;
+  static constexpr int kThreads = Cfg::kCtaThreads;
+};
+
+// The barrier of the MMA warps (finish_tile's): named barrier 1 where the copy
+// warp runs its own loop, else the CTA's.
+template <class Cfg>
+struct MmaWarpsSync {
+  __device__ __forceinline__ void operator()() const {
+    if constexpr (Cfg::kCopyWarp) ptx::bar_sync(1, Cfg::kThreads); else __syncthreads();
+  }
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kCtaThreads, Cfg::kMinBlocks)
 kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   __shared__ __align__(128) uint32_t lut_static[Cfg::kStaticLutWords];
   __shared__ float e4m4[256];
   __shared__ float cb_s[32];
   __shared__ int scratch[32];
-  __shared__ __align__(8) uint64_t full_bar[Cfg::kStages];   // stage s's copies have landed
+  __shared__ __align__(8) uint64_t full_bar[Cfg::kStages];    // stage s's copies have landed
+  __shared__ __align__(8) uint64_t empty_bar[Cfg::kStages];   // every MMA warp is done with stage s (copy warp)
   extern __shared__ __align__(128) uint8_t kbit_smem[];
   uint32_t* lut = Cfg::kWideLut ? reinterpret_cast<uint32_t*>(kbit_smem) : lut_static;
   int* slot_start = reinterpret_cast<int*>(kbit_smem + Cfg::kDynLutBytes);
   const uint32_t ring_s =
       (ptx::smem_u32(kbit_smem + Cfg::kDynLutBytes + cdiv((p.E + 1) * 4, 128) * 128) + 1023u) & ~1023u;
   uint8_t* ring = kbit_smem + (ring_s - ptx::smem_u32(kbit_smem));
-  const uint32_t bar_s = ptx::smem_u32(full_bar);
+  const uint32_t bar_s = ptx::smem_u32(full_bar), empty_s = ptx::smem_u32(empty_bar);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   if (tid == 0) {
-    for (int s = 0; s < Cfg::kStages; ++s) ptx::mbarrier_init(bar_s + 8 * s, 1);
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      ptx::mbarrier_init(bar_s + 8 * s, 1);
+      if (Cfg::kCopyWarp) ptx::mbarrier_init(empty_s + 8 * s, Cfg::kWarps);
+    }
     ptx::fence_mbarrier_init();
   }
   // (build_tables ends with a CTA barrier: the barriers are initialized for all.)
-  const float cb_max = build_tables<Cfg>(lut, e4m4, cb_s, scratch, slot_start, p, tid);
+  const float cb_max = build_tables<WgmmaSetup<Cfg>>(lut, e4m4, cb_s, scratch, slot_start, p, tid);
   if (cb_max < 0.f) return;
 
   const StreamKShare sh = StreamKShare::of<Cfg>(p, slot_start);
   if (sh.u_begin == sh.u_end) return;
+
+  auto next_slot = [](int s) { return s + 1 == Cfg::kStages ? 0 : s + 1; };
+  Producer<Cfg, TmaCursor<Cfg>> prod;   // the copy warp's, else warp 0's
+  if constexpr (Cfg::kCopyWarp) {
+    // ---- the copy warp: the share's units in order, each into the next slot
+    // once every MMA warp has released that slot's previous unit ----------------
+    if (warp == Cfg::kWarps) {
+      prod.start(p, sh, slot_start, lane);
+      uint32_t empty_phases = 0;   // parity of each slot's next release (bit s)
+      for (int n = 0, s = 0; prod.ld_u < sh.u_end; ++n, s = next_slot(s)) {
+        if (n >= Cfg::kStages) {
+          ptx::mbarrier_wait_parity(empty_s + 8 * s, (empty_phases >> s) & 1u);
+          empty_phases ^= 1u << s;
+        }
+        prod.produce(p, sh, slot_start, lane, ring_s + s * Cfg::kStageBytes, bar_s + 8 * s);
+      }
+      return;
+    }
+  }
 
   const uint8_t* lut_bytes = reinterpret_cast<const uint8_t*>(lut);
   const uint32_t lane_off = uint32_t(lane % Cfg::kCopies) * 4;
   uint32_t rot[5];
   pair_rotations<Cfg>(rot, lane);
   // ---- prologue: fill kStages - 1 slots, dequantize the first unit -------------
-  Producer<Cfg, TmaCursor<Cfg>> prod;   // warp 0's
-  if (warp == 0) {
+  if (!Cfg::kCopyWarp && warp == 0) {
     prod.start(p, sh, slot_start, tid);
 #pragma unroll
     for (int s = 0; s < Cfg::kStages - 1; ++s)
@@ -239,9 +305,8 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   uint32_t fa[4][4], fb[4][4];
   dequant_ktile<Cfg>(fa, ring, lut_bytes, lane_off, e4m4, rot, warp, lane);
   // Ring slot of the unit whose MMAs are issued next; unit u + 1 sits in the
-  // next slot, and the producer refills the previous one (unit u - 1's).
+  // next slot, and the previous one (unit u - 1's) is released for a refill.
   int slot = 0;
-  auto next_slot = [](int s) { return s + 1 == Cfg::kStages ? 0 : s + 1; };
 
   TilePos pos = locate_tile<Cfg>(sh.u_begin / sh.k_tiles, sh.S, slot_start, p.offsets, p.E);
   int kt = sh.u_begin % sh.k_tiles;
@@ -257,15 +322,22 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     slot = next_slot(slot);
     if (u + 1 < sh.u_end) {
       ptx::wgmma_wait<1>();   // this warp's MMAs of unit u - 1 are done
-      __syncthreads();        // ... every warp's, and its reads of slot u - 1: it may be refilled
-      if (warp == 0)
-        prod.produce(p, sh, slot_start, tid, ring_s + prev * Cfg::kStageBytes, bar_s + 8 * prev);
+      if constexpr (Cfg::kCopyWarp) {
+        // This warp's reads of slot u - 1 (its MMAs', its dequantization's) are
+        // done: released to the copy warp (arrive releases, its wait acquires).
+        // At the share's first unit the previous slot holds no unit.
+        if (u > sh.u_begin && lane == 0) ptx::mbarrier_arrive(empty_s + 8 * prev);
+      } else {
+        __syncthreads();      // ... every warp's, and its reads of slot u - 1: it may be refilled
+        if (warp == 0)
+          prod.produce(p, sh, slot_start, tid, ring_s + prev * Cfg::kStageBytes, bar_s + 8 * prev);
+      }
       wait_full(slot);        // unit u + 1's copies
       dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, warp, lane);
     }
     if (++kt < sh.k_tiles && u + 1 < sh.u_end) return;
     ptx::wgmma_wait<0>();
-    finish_tile<Cfg>(p, sh, pos, acc, cb_max, scratch, tid, warp, lane);
+    finish_tile<Cfg>(p, sh, pos, acc, cb_max, scratch, tid, warp, lane, MmaWarpsSync<Cfg>{});
     kt = 0;
     accumulate = 0;
     if (u + 1 < sh.u_end) pos = locate_tile<Cfg>(pos.tile + 1, sh.S, slot_start, p.offsets, p.E);

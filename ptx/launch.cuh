@@ -186,12 +186,23 @@ inline int sm_count(int device) {
   return counts[device];
 }
 
+// Threads per CTA: Cfg::kCtaThreads where a kernel has warps besides those
+// that hold accumulators (the wgmma kernel's copy warp), else Cfg::kThreads.
+template <class Cfg, class = void>
+struct CtaThreads {
+  static constexpr int value = Cfg::kThreads;
+};
+template <class Cfg>
+struct CtaThreads<Cfg, std::void_t<decltype(Cfg::kCtaThreads)>> {
+  static constexpr int value = Cfg::kCtaThreads;
+};
+
 // Grid and split-tile workspace of either mma.sync kernel (its Cfg, its
 // function): one persistent wave, one counter and workspace slot per tile.
 template <class Cfg>
 const char* kbit_plan_for(const void* kernel, const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan) {
   int per_sm = 0;
-  if (const char* err = resident_ctas(kernel, Cfg::kThreads, Cfg::smem_bytes(a.E), device, &per_sm)) return err;
+  if (const char* err = resident_ctas(kernel, CtaThreads<Cfg>::value, Cfg::smem_bytes(a.E), device, &per_sm)) return err;
   const long long tiles = (long long)(cdiv(a.M, Cfg::BLOCK_M) + (a.E < a.M ? a.E : a.M)) *
                           cdiv(a.N, Cfg::BLOCK_N);
   if (tiles * a.k_tiles >= (1ll << 31)) return "kbit: problem too large for 32-bit unit indices";
@@ -252,7 +263,7 @@ const char* kbit_launch(void (*kernel)(Params), const Params& p, const kbit_api:
                         const kbit_api::KbitPlan& plan, cudaStream_t stream) {
   // Probe 128 (with 64, decode runs only): the same launch without its dynamic shared memory.
   const size_t smem = (KBIT_DECODE_PROBE & 128) ? 0 : Cfg::smem_bytes(a.E);
-  kernel<<<plan.grid, Cfg::kThreads, smem, stream>>>(p);
+  kernel<<<plan.grid, CtaThreads<Cfg>::value, smem, stream>>>(p);
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }

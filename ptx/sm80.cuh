@@ -147,6 +147,14 @@ __device__ __forceinline__ int atom_add_acq_rel_gpu(int* p, int v) {
   return old;
 }
 
+// ---- named barrier (PTX ISA 9.7.13.1) --------------------------------------------
+// Barrier `id` over the first `count` arriving threads (a multiple of 32): the
+// CTA barrier's memory ordering among those threads only, for kernels where
+// another warp runs a loop of its own and never reaches it.
+__device__ __forceinline__ void bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 // ---- mbarrier (PTX ISA 9.7.13.15; sm_80 forms) ---------------------------------
 // Used as a counter of warps that added their part of a split tile into a
 // shared-memory slot: arrive has release semantics at CTA scope and compiles to

@@ -37,9 +37,17 @@ __device__ __forceinline__ void fence_proxy_async_smem() {
 // K = 16 step inside the row is a start address 32 bytes further.
 // Fields: bits 0-13 address >> 4, 16-29 LBO >> 4 (unused for this swizzle: 1),
 // 32-45 SBO >> 4, 62-63 swizzle (1 = 128 B).
-__device__ __forceinline__ uint64_t wgmma_desc_sw128_kmajor(uint32_t smem_addr) {
-  return uint64_t((smem_addr >> 4) & 0x3FFFu) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
-         (uint64_t(1) << 62);
+// Built as two words: the high word (SBO, swizzle) is a constant; the low
+// word holds the address and LBO. A CTA's shared-memory addresses stay below
+// 2^18 (228 KB), so the address field needs no mask, and a step within the
+// tile (32 bytes per K = 16, 1024 bytes per 8 rows) adds (bytes >> 4) to the
+// low word: one integer add per MMA instead of re-encoding the descriptor.
+constexpr uint32_t kDescSw128KmajorHi = (1024u >> 4) | (1u << 30);
+__device__ __forceinline__ uint32_t wgmma_desc_sw128_kmajor_lo(uint32_t smem_addr) {
+  return (smem_addr >> 4) | (1u << 16);
+}
+__device__ __forceinline__ uint64_t wgmma_desc_sw128_kmajor_of(uint32_t lo) {
+  return (uint64_t(kDescSw128KmajorHi) << 32) | lo;
 }
 
 // ---- wgmma.mma_async, A from registers (PTX ISA 9.7.15.5) -----------------------
