@@ -33,7 +33,8 @@ struct KbitPlan {
                              // tiles per warp; 0: a tiled GEMM kernel
   int decode_act;            // decode kernel: activation rows carried in its ring stages
                              // (DecodeConfig::kActRows; 0: in registers)
-  int wgmma;                 // 1: the wgmma tiled kernel (kbit_wgmma.cuh, block_m rows per tile)
+  int wgmma;                 // 1, 2: the wgmma tiled kernel (kbit_wgmma.cuh, block_m rows per tile)
+                             // with that many 16-row weight tiles per MMA warp
 };
 
 // Both return nullptr on success, else a description of the error.

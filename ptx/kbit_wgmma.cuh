@@ -42,6 +42,9 @@
 //       thread 0's copies after a CTA barrier per K-tile; B descriptors
 //       stepped by adding to their low word (H100: Llama-3-70B M = 32 8-9 %,
 //       M = 64 / 128 2-3 % faster; docs/results.md v22).
+//   v6  kNT = 2: two 16-row tiles per MMA warp (BLOCK_N 256, one CTA of 8 + 1
+//       warps per SM) up to 32 rows on layers >= 2^25 weights (70B M = 32
+//       88 vs 93 us; launch.cuh wgmma_nt_for).
 #pragma once
 
 #include <cuda.h>   // CUtensorMap (the type only; the host encodes it through the runtime's driver entry point)
@@ -90,18 +93,18 @@ __host__ __device__ constexpr int wgmma_stages(int bits, int block_m, int warps,
 // Compile-time configuration. kWarps / 4 warpgroups of 64 weight rows
 // (BLOCK_N = 16 * kWarps); BLOCK_M activation rows (8..128) per tile. The stage puts the activation
 // tile first: wgmma's swizzled operand needs 1024-byte alignment.
-template <int kBits_, typename T_, int kBlockM_, int kStages_, int kMinBlocks_, int kWarps_ = 8>
+template <int kBits_, typename T_, int kBlockM_, int kStages_, int kMinBlocks_, int kWarps_ = 8, int kNT_ = 1>
 struct WgmmaConfig {
   static constexpr int kBits = kBits_;
   using T = T_;
   static constexpr int kWarps = kWarps_;
-  static constexpr int kNT = 1;                      // 16-row weight tiles per warp
+  static constexpr int kNT = kNT_;                   // 16-row weight tiles per warp
   static constexpr int kMTiles = kBlockM_ / 8;       // 8-column groups of the accumulator
   static constexpr int kStages = kStages_;
   static constexpr int kMinBlocks = kMinBlocks_;
   static constexpr int kThreads = kWarps * kWarpSize;   // the MMA warps
   static constexpr int BLOCK_M = kBlockM_;
-  static constexpr int BLOCK_N = kWarps * 16;
+  static constexpr int BLOCK_N = kWarps * 16 * kNT;
   static constexpr int kPieceN = BLOCK_M < 64 ? BLOCK_M : 64;   // wgmma N of one instruction
   static constexpr int kPieces = BLOCK_M / kPieceN;
 
@@ -109,7 +112,7 @@ struct WgmmaConfig {
   static constexpr int kWBytes = BLOCK_N * 2 * kBits * 4;
   static constexpr int kSBytes = BLOCK_N * 2;
   static constexpr int kAOff = 0, kWOff = kABytes, kSOff = kABytes + kWBytes;
-  static constexpr int kStageBytes = wgmma_stage_bytes(kBits, BLOCK_M, kWarps);
+  static constexpr int kStageBytes = wgmma_stage_bytes(kBits, BLOCK_M, kWarps * kNT);
 
   // The copies: a warp of their own after the MMA warps (kCopyWarp), or
   // thread 0 between its MMAs. The copy warp takes registers at the kernel's
@@ -127,7 +130,7 @@ struct WgmmaConfig {
   // prmt. The wide table is the first section of dynamic shared memory.
   static constexpr int kPairEntries = 1 << (2 * kBits);
   static constexpr int kCopies = kBits <= 4 ? 32 : 8;
-  static constexpr size_t kWideCtaBytes = wgmma_wide_cta_bytes(kBits, kBlockM_, kWarps_, kStages_);
+  static constexpr size_t kWideCtaBytes = wgmma_wide_cta_bytes(kBits, kBlockM_, kWarps_ * kNT_, kStages_);
   static constexpr bool kWideLut = KBIT_WGMMA_WIDE_LUT && kBits <= 4 &&
                                    kMinBlocks * kWideCtaBytes <= size_t(KBIT_SMEM_PER_SM_KB) * 1024;
   static constexpr int kLutRowWords = kWideLut ? 64 : kCopies;
@@ -149,19 +152,23 @@ struct WgmmaConfig {
   static_assert(kWarps % 4 == 0, "whole warpgroups of 64 weight rows");
 };
 
-// The A fragments of one K-tile for this warp's 16 rows: f[s] feeds k16 step s.
+// The A fragments of one K-tile for this warp's kNT 16-row tiles: f[nt][s]
+// feeds k16 step s of tile nt (rows 16 kNT warp + 16 nt ..).
 template <class Cfg>
-__device__ __forceinline__ void dequant_ktile(uint32_t (&f)[4][4], const uint8_t* stage, const uint8_t* lut,
+__device__ __forceinline__ void dequant_ktile(uint32_t (&f)[Cfg::kNT][4][4], const uint8_t* stage, const uint8_t* lut,
                                               uint32_t lane_off, const float* e4m4, const uint32_t (&rot)[5],
                                               int warp, int lane) {
-  const int r = warp * 16 + (lane >> 2);
   const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage + Cfg::kWOff);
-  const uint32_t sa = scale_bytes<Cfg>(stage, r), sb = scale_bytes<Cfg>(stage, r + 8);
 #pragma unroll
-  for (int blk = 0; blk < 2; ++blk) {
-    float scale[2];
-    dequant_block<Cfg, true>(reinterpret_cast<uint32_t(&)[2][4]>(f[2 * blk]), scale, w_s, sa, sb, r, blk, lut,
-                             lane_off, e4m4, rot);
+  for (int nt = 0; nt < Cfg::kNT; ++nt) {
+    const int r = warp * 16 * Cfg::kNT + nt * 16 + (lane >> 2);
+    const uint32_t sa = scale_bytes<Cfg>(stage, r), sb = scale_bytes<Cfg>(stage, r + 8);
+#pragma unroll
+    for (int blk = 0; blk < 2; ++blk) {
+      float scale[2];
+      dequant_block<Cfg, true>(reinterpret_cast<uint32_t(&)[2][4]>(f[nt][2 * blk]), scale, w_s, sa, sb, r, blk,
+                               lut, lane_off, e4m4, rot);
+    }
   }
 }
 
@@ -201,18 +208,21 @@ struct TmaCursor : WeightCursor<Cfg> {
 // Issues the MMAs of one K-tile: acc (+)= W_frag * A_stage^T. `accumulate` = 0
 // overwrites the accumulators at the first k16 step (a tile's first unit).
 template <class Cfg>
-__device__ __forceinline__ void wgmma_ktile(float (&acc)[1][Cfg::kMTiles][4], const uint32_t (&f)[4][4],
-                                            uint32_t a_stage, uint32_t accumulate) {
+__device__ __forceinline__ void wgmma_ktile(float (&acc)[Cfg::kNT][Cfg::kMTiles][4],
+                                            const uint32_t (&f)[Cfg::kNT][4][4], uint32_t a_stage,
+                                            uint32_t accumulate) {
   const uint32_t lo = ptx::wgmma_desc_sw128_kmajor_lo(a_stage);
   ptx::wgmma_fence();
 #pragma unroll
   for (int s = 0; s < 4; ++s)
 #pragma unroll
-    for (int pc = 0; pc < Cfg::kPieces; ++pc) {
-      const uint64_t desc = ptx::wgmma_desc_sw128_kmajor_of(lo + ((pc * Cfg::kPieceN * 128 + s * 32) >> 4));
-      ptx::wgmma_rs<Cfg::kPieceN, typename Cfg::T>(&acc[0][pc * (Cfg::kPieceN / 8)][0], f[s], desc,
-                                                   s == 0 ? accumulate : 1u);
-    }
+    for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+      for (int pc = 0; pc < Cfg::kPieces; ++pc) {
+        const uint64_t desc = ptx::wgmma_desc_sw128_kmajor_of(lo + ((pc * Cfg::kPieceN * 128 + s * 32) >> 4));
+        ptx::wgmma_rs<Cfg::kPieceN, typename Cfg::T>(&acc[nt][pc * (Cfg::kPieceN / 8)][0], f[nt][s], desc,
+                                                     s == 0 ? accumulate : 1u);
+      }
   ptx::wgmma_commit();
 }
 
@@ -302,7 +312,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   };
   wait_full(0);
 
-  uint32_t fa[4][4], fb[4][4];
+  uint32_t fa[Cfg::kNT][4][4], fb[Cfg::kNT][4][4];
   dequant_ktile<Cfg>(fa, ring, lut_bytes, lane_off, e4m4, rot, warp, lane);
   // Ring slot of the unit whose MMAs are issued next; unit u + 1 sits in the
   // next slot, and the previous one (unit u - 1's) is released for a refill.
@@ -311,11 +321,11 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   TilePos pos = locate_tile<Cfg>(sh.u_begin / sh.k_tiles, sh.S, slot_start, p.offsets, p.E);
   int kt = sh.u_begin % sh.k_tiles;
   uint32_t accumulate = 0;
-  float acc[1][Cfg::kMTiles][4];
+  float acc[Cfg::kNT][Cfg::kMTiles][4];
 
   // One unit: its MMAs (fragments cur), then unit u + 1 made ready and
   // dequantized into nxt while they run, then the tile's epilogue if it ends.
-  auto step = [&](int u, const uint32_t (&cur)[4][4], uint32_t (&nxt)[4][4]) {
+  auto step = [&](int u, const uint32_t (&cur)[Cfg::kNT][4][4], uint32_t (&nxt)[Cfg::kNT][4][4]) {
     wgmma_ktile<Cfg>(acc, cur, ring_s + slot * Cfg::kStageBytes, accumulate);
     accumulate = 1;
     const int prev = slot == 0 ? Cfg::kStages - 1 : slot - 1;

@@ -107,14 +107,16 @@ inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas) {
 // 207 / 190, 16 warps (128 registers: spills) 234 / 214 (docs/results.md v12).
 // Ring depth 6 (4 at 64 rows), less where the wide pair table needs the room
 // (wgmma_stages: k = 4 keeps 5 stages at 32 rows, 3 at 64).
+// kNT = 2 (up to 32 rows): two 16-row weight tiles per MMA warp, BLOCK_N 256,
+// one CTA of 8 + 1 warps per SM (150 registers at 32 rows).
 constexpr int wgmma_warps(int block_m) { return block_m >= 128 ? KBIT_WG128_WARPS : 8; }
-constexpr int wgmma_blocks(int block_m) { return block_m >= 128 ? 1 : 2; }
-constexpr int wgmma_depth(int bits, int block_m) {
-  return wgmma_stages(bits, block_m, wgmma_warps(block_m), wgmma_blocks(block_m), block_m == 64 ? 4 : 6);
+constexpr int wgmma_blocks(int block_m, int nt) { return block_m >= 128 || nt > 1 ? 1 : 2; }
+constexpr int wgmma_depth(int bits, int block_m, int nt) {
+  return wgmma_stages(bits, block_m, wgmma_warps(block_m) * nt, wgmma_blocks(block_m, nt), block_m == 64 ? 4 : 6);
 }
-template <int kBits, typename T, int kBlockM>
-using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, wgmma_depth(kBits, kBlockM), wgmma_blocks(kBlockM),
-                             wgmma_warps(kBlockM)>;
+template <int kBits, typename T, int kBlockM, int kNT = 1>
+using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, wgmma_depth(kBits, kBlockM, kNT), wgmma_blocks(kBlockM, kNT),
+                             wgmma_warps(kBlockM), kNT>;
 // Shape rule, by measurement (H100, graph time; docs/results.md v12, with
 // each kernel forced in the same call): the wgmma kernel where an expert has
 // more than 16 rows (Llama-3-70B gate/up M = 128: 177 vs 300 us with
@@ -136,6 +138,15 @@ inline int wgmma_mtiles(const kbit_api::KbitArgs& a, int mtiles) {
   const int rows = cdiv(a.M, active > 0 ? active : 1);
   const bool large = a.kernel == 4 || (long long)a.N * a.K >= (1ll << 25);
   return mtiles == 8 && rows > 64 && large ? 16 : mtiles;
+}
+// 16-row weight tiles per MMA warp: two up to 32 rows on layers of at least
+// 2^25 weights (forced: everywhere up to 32 rows), else one. H100, graph time
+// (docs/results.md v22): Llama-3-70B M = 32 88.7-90.3 vs 94.4-94.5 us, 8B
+// 30.7-31.0 vs 30.8-32.0; on the Qwen3 layers (< 2^24) one tile per warp is
+// 6-9 % faster (13.6-14.3 vs 14.5-15.7 us): fewer, wider tiles leave SMs idle.
+inline int wgmma_nt_for(const kbit_api::KbitArgs& a, int mtiles) {
+  const bool large = a.kernel == 4 || (long long)a.N * a.K >= (1ll << 25);
+  return mtiles <= 4 && large ? 2 : 1;
 }
 #endif
 
@@ -335,7 +346,9 @@ const char* dispatch_mtiles(int mtiles, const F& f) {
     case 1: return f.template operator()<CfgOf<kBits, T, 1>>();
     case 2: return f.template operator()<CfgOf<kBits, T, 2>>();
     case 4: return f.template operator()<CfgOf<kBits, T, 4>>();
-    case 8: return f.template operator()<CfgOf<kBits, T, 8>>();
+    case 8:
+      if constexpr (kMaxMTiles >= 8) return f.template operator()<CfgOf<kBits, T, 8>>();
+      break;
     case 16:
       if constexpr (kMaxMTiles >= 16) return f.template operator()<CfgOf<kBits, T, 16>>();
       break;
@@ -368,9 +381,13 @@ const char* kbit_dispatch(int bits, int bf16, int mtiles, const F& f) {
 // The wgmma tiled kernel's configurations: BLOCK_M = 8 * mtiles (mtiles 1..16).
 template <int kBits, typename T, int kMTiles>
 using WgmmaCfgM = WgmmaCfg<kBits, T, 8 * kMTiles>;
+template <int kBits, typename T, int kMTiles>
+using WgmmaCfgM2 = WgmmaCfg<kBits, T, 8 * kMTiles, 2>;
+// nt: 16-row weight tiles per MMA warp (wgmma_nt_for); two only up to 32 rows.
 template <class F>
-const char* kbit_wgmma_dispatch(int bits, int bf16, int mtiles, const F& f) {
-  return dispatch_tiled<WgmmaCfgM, 16>(bits, bf16, mtiles, f);
+const char* kbit_wgmma_dispatch(int bits, int bf16, int mtiles, int nt, const F& f) {
+  return nt == 2 ? dispatch_tiled<WgmmaCfgM2, 4>(bits, bf16, mtiles, f)
+                 : dispatch_tiled<WgmmaCfgM, 16>(bits, bf16, mtiles, f);
 }
 
 // The activations [M, K] as a tensor map for the wgmma kernel's stage copies:
@@ -462,8 +479,8 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
 #if KBIT_HAS_WGMMA
   if (a.kernel == 4 || (a.kernel == 0 && kbit::wgmma_kernel_pays(a, plan->mtiles))) {
     plan->mtiles = kbit::wgmma_mtiles(a, plan->mtiles);
-    plan->wgmma = 1;
-    return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan->mtiles,
+    plan->wgmma = kbit::wgmma_nt_for(a, plan->mtiles);
+    return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan->mtiles, plan->wgmma,
                                      kbit::PlanFn<kbit::Kernel::kWgmma>{a, device, plan});
   }
 #endif
@@ -490,7 +507,8 @@ const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, in
   const cudaStream_t st = static_cast<cudaStream_t>(stream);
 #if KBIT_HAS_WGMMA
   if (plan.wgmma)
-    return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan.mtiles, RunFn<Kernel::kWgmma>{a, plan, ws, counters, st});
+    return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan.mtiles, plan.wgmma,
+                                     RunFn<Kernel::kWgmma>{a, plan, ws, counters, st});
 #endif
   if (plan.decode)
     return kbit::kbit_decode_dispatch(a.bits, a.bf16, plan.decode, plan.decode_act,
