@@ -90,8 +90,9 @@ __host__ __device__ constexpr int wgmma_stages(int bits, int block_m, int warps,
   return s;
 }
 
-// Compile-time configuration. kWarps / 4 warpgroups of 64 weight rows
-// (BLOCK_N = 16 * kWarps); BLOCK_M activation rows (8..128) per tile. The stage puts the activation
+// Compile-time configuration. kWarps / 4 warpgroups of 64 weight rows per
+// 16-row tile, kNT tiles per warp (BLOCK_N = 16 * kWarps * kNT); BLOCK_M
+// activation rows (8..128) per tile. The stage puts the activation
 // tile first: wgmma's swizzled operand needs 1024-byte alignment.
 template <int kBits_, typename T_, int kBlockM_, int kStages_, int kMinBlocks_, int kWarps_ = 8, int kNT_ = 1>
 struct WgmmaConfig {
@@ -117,7 +118,8 @@ struct WgmmaConfig {
   // The copies: a warp of their own after the MMA warps (kCopyWarp), or
   // thread 0 between its MMAs. The copy warp takes registers at the kernel's
   // count, so it is used where the configured CTAs per SM still fit: up to 32
-  // rows (two CTAs of 9 warps, <= 102 registers). Not the 64-row tile (118
+  // rows (two CTAs of 9 warps, <= 102 registers; with two tiles per warp one
+  // CTA, 150 registers). Not the 64-row tile (118
   // registers) nor the 128-row one (13 warps put 4 on one scheduler: <= 128
   // registers against 152).
   static constexpr bool kCopyWarp = KBIT_WGMMA_COPY_WARP && kBlockM_ <= KBIT_WGMMA_COPY_WARP_MAX_M;

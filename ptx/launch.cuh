@@ -139,14 +139,15 @@ inline int wgmma_mtiles(const kbit_api::KbitArgs& a, int mtiles) {
   const bool large = a.kernel == 4 || (long long)a.N * a.K >= (1ll << 25);
   return mtiles == 8 && rows > 64 && large ? 16 : mtiles;
 }
-// 16-row weight tiles per MMA warp: two up to 32 rows on layers of at least
-// 2^25 weights (forced: everywhere up to 32 rows), else one. H100, graph time
+// 16-row weight tiles per MMA warp: two at 9..32 rows on layers of at least
+// 2^25 weights (forced: at 9..32 rows everywhere; up to 8 rows, which the
+// shape rule never sends to this kernel, forcing keeps one), else one. H100, graph time
 // (docs/results.md v22): Llama-3-70B M = 32 88.7-90.3 vs 94.4-94.5 us, 8B
 // 30.7-31.0 vs 30.8-32.0; on the Qwen3 layers (< 2^24) one tile per warp is
 // 6-9 % faster (13.6-14.3 vs 14.5-15.7 us): fewer, wider tiles leave SMs idle.
 inline int wgmma_nt_for(const kbit_api::KbitArgs& a, int mtiles) {
   const bool large = a.kernel == 4 || (long long)a.N * a.K >= (1ll << 25);
-  return mtiles <= 4 && large ? 2 : 1;
+  return (mtiles == 2 || mtiles == 4) && large ? 2 : 1;
 }
 #endif
 
@@ -339,11 +340,15 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f
 }
 
 // Calls f.template operator()<CfgOf<bits, dtype, mtiles>>() for a tiled-kernel
-// configuration family (mtiles 1, 2, 4, 8, and 16 where kMaxMTiles allows it).
-template <template <int, typename, int> class CfgOf, int kMaxMTiles, int kBits, typename T, class F>
+// configuration family (mtiles 1 where kMinMTiles allows it, 2, 4, and 8 and
+// 16 where kMaxMTiles does).
+template <template <int, typename, int> class CfgOf, int kMaxMTiles, int kBits, typename T, class F,
+          int kMinMTiles = 1>
 const char* dispatch_mtiles(int mtiles, const F& f) {
   switch (mtiles) {
-    case 1: return f.template operator()<CfgOf<kBits, T, 1>>();
+    case 1:
+      if constexpr (kMinMTiles <= 1) return f.template operator()<CfgOf<kBits, T, 1>>();
+      break;
     case 2: return f.template operator()<CfgOf<kBits, T, 2>>();
     case 4: return f.template operator()<CfgOf<kBits, T, 4>>();
     case 8:
@@ -356,12 +361,12 @@ const char* dispatch_mtiles(int mtiles, const F& f) {
   }
   return "kbit: bad activation tile count";
 }
-template <template <int, typename, int> class CfgOf, int kMaxMTiles, class F>
+template <template <int, typename, int> class CfgOf, int kMaxMTiles, class F, int kMinMTiles = 1>
 const char* dispatch_tiled(int bits, int bf16, int mtiles, const F& f) {
-#define KBIT_CASE_T(BITS)                                                            \
-  case BITS:                                                                         \
-    return bf16 ? dispatch_mtiles<CfgOf, kMaxMTiles, BITS, __nv_bfloat16>(mtiles, f) \
-                : dispatch_mtiles<CfgOf, kMaxMTiles, BITS, __half>(mtiles, f);
+#define KBIT_CASE_T(BITS)                                                                          \
+  case BITS:                                                                                       \
+    return bf16 ? dispatch_mtiles<CfgOf, kMaxMTiles, BITS, __nv_bfloat16, F, kMinMTiles>(mtiles, f) \
+                : dispatch_mtiles<CfgOf, kMaxMTiles, BITS, __half, F, kMinMTiles>(mtiles, f);
   switch (bits) {
     KBIT_CASE_T(2)
     KBIT_CASE_T(3)
@@ -383,10 +388,10 @@ template <int kBits, typename T, int kMTiles>
 using WgmmaCfgM = WgmmaCfg<kBits, T, 8 * kMTiles>;
 template <int kBits, typename T, int kMTiles>
 using WgmmaCfgM2 = WgmmaCfg<kBits, T, 8 * kMTiles, 2>;
-// nt: 16-row weight tiles per MMA warp (wgmma_nt_for); two only up to 32 rows.
+// nt: 16-row weight tiles per MMA warp (wgmma_nt_for); two only at 9..32 rows.
 template <class F>
 const char* kbit_wgmma_dispatch(int bits, int bf16, int mtiles, int nt, const F& f) {
-  return nt == 2 ? dispatch_tiled<WgmmaCfgM2, 4>(bits, bf16, mtiles, f)
+  return nt == 2 ? dispatch_tiled<WgmmaCfgM2, 4, F, 2>(bits, bf16, mtiles, f)
                  : dispatch_tiled<WgmmaCfgM, 16>(bits, bf16, mtiles, f);
 }
 

@@ -1,6 +1,6 @@
 // bench_util.cuh — what the standalone nvcc-built tools in scripts/ share
-// (nvfp4_bench.cu, l2_flush_check.cu, stream_probe.cu; built with -Iptx): the CK
-// macro, the L2 flush and an event-timed median.
+// (nvfp4_bench.cu, l2_flush_check.cu, stream_probe.cu; racecheck_probe.cu uses
+// CK only; built with -Iptx): the CK macro, the L2 flush and an event-timed median.
 #pragma once
 
 #include <algorithm>

@@ -18,11 +18,10 @@
 //
 // Build: nvcc -O3 -std=c++17 -arch=sm_90a -Iptx -lineinfo -o build/racecheck_probe scripts/racecheck_probe.cu
 // Run:   compute-sanitizer --tool racecheck build/racecheck_probe {tma|st|once}
-#include <cstdio>
 #include <cstring>
-#include <vector>
 
 #include "sm90_wgmma.cuh"   // fence_proxy_async_smem; sm90.cuh's bulk copy and mbarriers
+#include "bench_util.cuh"   // CK
 
 using namespace kbit;
 
@@ -83,20 +82,21 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> h(size_t(kRounds) * kSlotWords);
   for (size_t i = 0; i < h.size(); ++i) h[i] = uint32_t(i * 2654435761u);
   uint32_t *src, *sums;
-  cudaMalloc(&src, h.size() * 4);
-  cudaMalloc(&sums, blocks * kConsumers * 4);
-  cudaMemcpy(src, h.data(), h.size() * 4, cudaMemcpyHostToDevice);
+  CK(cudaMalloc(&src, h.size() * 4));
+  CK(cudaMalloc(&sums, blocks * kConsumers * 4));
+  CK(cudaMemcpy(src, h.data(), h.size() * 4, cudaMemcpyHostToDevice));
   const int threads = (kConsumers + 1) * 32;
   if (m == 0) ring_kernel<0><<<blocks, threads>>>(src, sums);
   if (m == 1) ring_kernel<1><<<blocks, threads>>>(src, sums);
   if (m == 2) ring_kernel<2><<<blocks, threads>>>(src, sums);
+  CK(cudaGetLastError());
   std::vector<uint32_t> got(blocks * kConsumers);
-  const cudaError_t err = cudaMemcpy(got.data(), sums, got.size() * 4, cudaMemcpyDeviceToHost);
+  CK(cudaMemcpy(got.data(), sums, got.size() * 4, cudaMemcpyDeviceToHost));
   uint32_t want = 0;
   for (size_t i = 0; i < size_t(rounds) * kSlotWords; ++i) want += h[i];
-  int bad = err != cudaSuccess;
+  int bad = 0;
   for (int b = 0; b < blocks; ++b)
     for (int w = 0; w < kConsumers; ++w) bad += got[b * kConsumers + w] != want * uint32_t(w + 1);
-  printf("%s: %s (%s)\n", mode, bad ? "WRONG SUMS" : "sums ok", cudaGetErrorString(err));
+  std::printf("%s: %s\n", mode, bad ? "WRONG SUMS" : "sums ok");
   return bad != 0;
 }
