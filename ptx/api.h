@@ -33,8 +33,9 @@ struct KbitPlan {
                              // tiles per warp; 0: a tiled GEMM kernel
   int decode_act;            // decode kernel: activation rows carried in its ring stages
                              // (DecodeConfig::kActRows; 0: in registers)
-  int wgmma;                 // 1, 2: the wgmma tiled kernel (kbit_wgmma.cuh, block_m rows per tile)
-                             // with that many 16-row weight tiles per MMA warp
+  int wgmma;                 // the wgmma tiled kernel (kbit_wgmma.cuh, block_m rows per tile):
+                             // 1 or 2 16-row weight tiles per MMA warp, 3 128-row tiles of
+                             // 8 MMA warps and one CTA each (launch.cuh wgmma_config_for)
 };
 
 // Both return nullptr on success, else a description of the error.

@@ -22,12 +22,14 @@
 //   (full) counts their bytes. The other threads issue no copies and compute
 //   no addresses (the mma.sync kernel's cp.async producer costs every thread
 //   ~55 instructions per K-tile).
-// * Up to 32 activation rows, that thread is lane 0 of a copy warp of its
-//   own: the MMA warps release a slot warp by warp (an arrive on its empty
-//   mbarrier) and never wait for each other; the copy warp waits for a slot's
-//   release and refills it. Larger tiles have no registers to spare for a
-//   ninth (thirteenth) warp: there thread 0 refills the previous slot after a
-//   CTA barrier, between its own MMAs.
+// * That thread is lane 0 of a copy warp of its own: the MMA warps release a
+//   slot warp by warp (an arrive on its empty mbarrier) and never wait for
+//   each other; the copy warp waits for a slot's release and refills it. Up
+//   to 32 activation rows it is one extra warp; tiles of one CTA per SM with
+//   more rows take a whole copy warpgroup, which hands its registers to the
+//   MMA warps (setmaxnreg). The 64-row tile of two CTAs per SM has no
+//   registers to spare: there thread 0 refills the previous slot after a CTA
+//   barrier, between its own MMAs.
 //
 // Version log
 //   v1  wgmma m64nNk16 with register A, double-buffered fragments, stream-K.
@@ -45,6 +47,13 @@
 //   v6  kNT = 2: two 16-row tiles per MMA warp (BLOCK_N 256, one CTA of 8 + 1
 //       warps per SM) up to 32 rows on layers >= 2^25 weights (70B M = 32
 //       88 vs 93 us; launch.cuh wgmma_nt_for).
+//   v7  a copy warpgroup with register reallocation (setmaxnreg) for the
+//       one-CTA tiles above 32 rows: the 128-row tile (12 + 4 warps, MMA warps
+//       at 160 registers) and two tiles per warp at 64 rows (8 + 4 warps, 240).
+//       A 128-row tile of 8 MMA warps with one CTA per tile where such tiles
+//       fill most of one wave (launch.cuh wgmma_config_for). H100: 128 rows
+//       15-20 % faster on the Llama layers, 64 rows 13 % on 70B
+//       (docs/results.md v23).
 #pragma once
 
 #include <cuda.h>   // CUtensorMap (the type only; the host encodes it through the runtime's driver entry point)
@@ -64,6 +73,12 @@ struct WgmmaParams : KbitParams {
 #endif
 #ifndef KBIT_WGMMA_COPY_WARP_MAX_M
 #define KBIT_WGMMA_COPY_WARP_MAX_M 32   // the largest BLOCK_M with a copy warp (kCopyWarp)
+#endif
+#ifndef KBIT_WGMMA_COPY_WG
+#define KBIT_WGMMA_COPY_WG 1   // 0: larger one-CTA tiles keep thread 0's copies (A/B)
+#endif
+#ifndef KBIT_WGMMA_COPY_REGS
+#define KBIT_WGMMA_COPY_REGS 24   // registers per thread of a copy warpgroup (setmaxnreg.dec)
 #endif
 
 #ifndef KBIT_WGMMA_WIDE_LUT
@@ -116,15 +131,30 @@ struct WgmmaConfig {
   static constexpr int kStageBytes = wgmma_stage_bytes(kBits, BLOCK_M, kWarps * kNT);
 
   // The copies: a warp of their own after the MMA warps (kCopyWarp), or
-  // thread 0 between its MMAs. The copy warp takes registers at the kernel's
-  // count, so it is used where the configured CTAs per SM still fit: up to 32
-  // rows (two CTAs of 9 warps, <= 102 registers; with two tiles per warp one
-  // CTA, 150 registers). Not the 64-row tile (118
-  // registers) nor the 128-row one (13 warps put 4 on one scheduler: <= 128
-  // registers against 152).
-  static constexpr bool kCopyWarp = KBIT_WGMMA_COPY_WARP && kBlockM_ <= KBIT_WGMMA_COPY_WARP_MAX_M;
-  static constexpr int kCtaWarps = kWarps + (kCopyWarp ? 1 : 0);
+  // thread 0 between its MMAs.
+  // * Up to 32 rows a single copy warp, at the kernel's register count: two
+  //   CTAs of 9 warps per SM (<= 102 registers), or with two tiles per warp
+  //   one CTA (150 registers).
+  // * Larger tiles with one CTA per SM: a copy warpgroup that hands its
+  //   registers to the MMA warps (setmaxnreg). Registers are split per
+  //   scheduler: each holds one copy warp and kWarps / 4 MMA warps, so a
+  //   13th warp alone would cap every warp at 128 registers. With a whole
+  //   warpgroup the entry count is 65536 / threads, the copy warps drop to
+  //   kCopyRegs and the MMA warps rise to kMmaRegs, e.g. 12 + 4 warps: entry
+  //   128, copy 24, MMA 160 (the 128-row tile needs 152); 8 + 4: 168, 24, 240.
+  //   Only lane 0 of the first copy warp works; the others exit.
+  // * The 64-row tile with two CTAs per SM (118 registers) keeps thread 0's
+  //   copies: a copy warpgroup per CTA would leave its MMA warps 108.
+  static constexpr bool kCopyOne = KBIT_WGMMA_COPY_WARP && kBlockM_ <= KBIT_WGMMA_COPY_WARP_MAX_M;
+  static constexpr bool kCopyWG = KBIT_WGMMA_COPY_WARP && KBIT_WGMMA_COPY_WG && !kCopyOne && kMinBlocks_ == 1;
+  static constexpr bool kCopyWarp = kCopyOne || kCopyWG;
+  static constexpr int kCtaWarps = kWarps + (kCopyWG ? 4 : kCopyOne ? 1 : 0);
   static constexpr int kCtaThreads = kCtaWarps * kWarpSize;
+  static constexpr int kEntryRegs = (65536 / (kCtaThreads * kMinBlocks_) / 8 * 8) < 248
+                                        ? 65536 / (kCtaThreads * kMinBlocks_) / 8 * 8 : 248;
+  static constexpr int kCopyRegs = KBIT_WGMMA_COPY_REGS;
+  static constexpr int kMmaRegsRaw = ((kWarps / 4 + 1) * kEntryRegs - kCopyRegs) / (kWarps / 4) / 8 * 8;
+  static constexpr int kMmaRegs = kMmaRegsRaw < 248 ? kMmaRegsRaw : 248;
 
   // Pair table (KbitConfig): 128-byte rows, or where kMinBlocks CTAs still fit
   // in shared memory (k <= 4; the launch picks the ring depth for it,
@@ -152,6 +182,9 @@ struct WgmmaConfig {
   static_assert(kStages >= 3, "unit u + 1 is dequantized while unit u's MMAs run: three stages at least");
   static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
   static_assert(kWarps % 4 == 0, "whole warpgroups of 64 weight rows");
+  static_assert(!kCopyWG || (kCopyRegs + kWarps / 4 * kMmaRegs <= (kWarps / 4 + 1) * kEntryRegs &&
+                             kMmaRegs >= kEntryRegs),
+                "copy warpgroup: the registers handed over must exist");
 };
 
 // The A fragments of one K-tile for this warp's kNT 16-row tiles: f[nt][s]
@@ -281,7 +314,9 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   if constexpr (Cfg::kCopyWarp) {
     // ---- the copy warp: the share's units in order, each into the next slot
     // once every MMA warp has released that slot's previous unit ----------------
-    if (warp == Cfg::kWarps) {
+    if (warp >= Cfg::kWarps) {
+      if constexpr (Cfg::kCopyWG) ptx::setmaxnreg_dec<Cfg::kCopyRegs>();
+      if (warp != Cfg::kWarps) return;
       prod.start(p, sh, slot_start, lane);
       uint32_t empty_phases = 0;   // parity of each slot's next release (bit s)
       for (int n = 0, s = 0; prod.ld_u < sh.u_end; ++n, s = next_slot(s)) {
@@ -293,6 +328,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
       }
       return;
     }
+    if constexpr (Cfg::kCopyWG) ptx::setmaxnreg_inc<Cfg::kMmaRegs>();
   }
 
   const uint8_t* lut_bytes = reinterpret_cast<const uint8_t*>(lut);

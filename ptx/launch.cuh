@@ -102,21 +102,25 @@ inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas) {
 // wgmma kernel (sm90 family): BLOCK_M activation rows per tile. Two CTAs of
 // 8 warps per SM (<= 128 registers) up to 64 rows; the 128-row tile's 64
 // accumulators need more registers, so one CTA per SM with a deeper ring, of
-// 12 warps (three warpgroups, BLOCK_N = 192, <= 168 registers). H100, graph
-// time, Llama-3-70B M = 128 gate/up and down: 8 warps 214 / 200 us, 12 warps
-// 207 / 190, 16 warps (128 registers: spills) 234 / 214 (docs/results.md v12).
-// Ring depth 6 (4 at 64 rows), less where the wide pair table needs the room
-// (wgmma_stages: k = 4 keeps 5 stages at 32 rows, 3 at 64).
-// kNT = 2 (up to 32 rows): two 16-row weight tiles per MMA warp, BLOCK_N 256,
-// one CTA of 8 + 1 warps per SM (150 registers at 32 rows).
-constexpr int wgmma_warps(int block_m) { return block_m >= 128 ? KBIT_WG128_WARPS : 8; }
+// 12 MMA warps (three warpgroups, BLOCK_N = 192; 152 registers) and a copy
+// warpgroup that hands them its registers (kbit_wgmma.cuh). H100, graph time,
+// Llama-3-70B M = 128 gate/up and down, before the copy warpgroup: 8 warps 214
+// / 200 us, 12 warps 207 / 190, 16 warps (128 registers: spills) 234 / 214
+// (docs/results.md v12).
+// Ring depth 6 (4 for the 64-row tile of two CTAs per SM), less where the wide
+// pair table needs the room (wgmma_stages: k = 4 keeps 5 stages at 32 rows, 3
+// at 64).
+// kNT = 2 (9..64 rows): two 16-row weight tiles per MMA warp, BLOCK_N 256, one
+// CTA per SM of 8 MMA warps and a copy warp (up to 32 rows, 150 registers) or
+// a copy warpgroup (64 rows: up to 240 registers, 168 used).
+constexpr int wgmma_warps(int block_m, int nt) { return block_m >= 128 && nt == 1 ? KBIT_WG128_WARPS : 8; }
 constexpr int wgmma_blocks(int block_m, int nt) { return block_m >= 128 || nt > 1 ? 1 : 2; }
-constexpr int wgmma_depth(int bits, int block_m, int nt) {
-  return wgmma_stages(bits, block_m, wgmma_warps(block_m) * nt, wgmma_blocks(block_m, nt), block_m == 64 ? 4 : 6);
+constexpr int wgmma_depth(int bits, int block_m, int nt, int warps) {
+  return wgmma_stages(bits, block_m, warps * nt, wgmma_blocks(block_m, nt), block_m == 64 && nt == 1 ? 4 : 6);
 }
-template <int kBits, typename T, int kBlockM, int kNT = 1>
-using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, wgmma_depth(kBits, kBlockM, kNT), wgmma_blocks(kBlockM, kNT),
-                             wgmma_warps(kBlockM), kNT>;
+template <int kBits, typename T, int kBlockM, int kNT = 1, int kWarps = wgmma_warps(kBlockM, kNT)>
+using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, wgmma_depth(kBits, kBlockM, kNT, kWarps), wgmma_blocks(kBlockM, kNT),
+                             kWarps, kNT>;
 // Shape rule, by measurement (H100, graph time; docs/results.md v12, with
 // each kernel forced in the same call): the wgmma kernel where an expert has
 // more than 16 rows (Llama-3-70B gate/up M = 128: 177 vs 300 us with
@@ -139,15 +143,50 @@ inline int wgmma_mtiles(const kbit_api::KbitArgs& a, int mtiles) {
   const bool large = a.kernel == 4 || (long long)a.N * a.K >= (1ll << 25);
   return mtiles == 8 && rows > 64 && large ? 16 : mtiles;
 }
-// 16-row weight tiles per MMA warp: two at 9..32 rows on layers of at least
-// 2^25 weights (forced: at 9..32 rows everywhere; up to 8 rows, which the
-// shape rule never sends to this kernel, forcing keeps one), else one. H100, graph time
-// (docs/results.md v22): Llama-3-70B M = 32 88.7-90.3 vs 94.4-94.5 us, 8B
-// 30.7-31.0 vs 30.8-32.0; on the Qwen3 layers (< 2^24) one tile per warp is
-// 6-9 % faster (13.6-14.3 vs 14.5-15.7 us): fewer, wider tiles leave SMs idle.
+// 16-row weight tiles per MMA warp: two on layers of at least 2^25 weights
+// at 9..32 rows, and at 33..64 rows where N >= 8192 (forced: at 9..64 rows
+// everywhere; up to 8 rows, which the shape rule never sends to this kernel,
+// forcing keeps one), else one. H100, graph time:
+// * 32 rows: Llama-3-70B 88.7-90.3 vs 94.4-94.5 us, 8B 30.7-31.0 vs
+//   30.8-32.0 (docs/results.md v22); on the Qwen3 layers (< 2^24) one tile
+//   per warp is 6-9 % faster (13.6-14.3 vs 14.5-15.7 us): fewer, wider tiles
+//   leave SMs idle.
+// * 64 rows (with the copy warpgroup; v23): 70B gate/up and down 96.8-97.4 /
+//   93.9 vs 110.8-111.7 / 108.3-108.6 us, k = 2 / 3 13 / 10 % faster, k = 5
+//   level; 8B gate/up (N 14336) 36.5-36.6 vs 37.8-38.2. 8B down (N 4096, 16
+//   tiles of 256 rows) is 1-3 % slower at k = 2..4 and 10 % at k = 5 (48.8
+//   vs 44.3 us), hence N >= 8192.
+// * 128 rows: two tiles are slower (8B gate/up 51.6 vs 47.5 us).
+#ifndef KBIT_WGMMA_NT2_MAX_MTILES
+#define KBIT_WGMMA_NT2_MAX_MTILES 8   // the largest mtiles with two tiles per warp (4, 8 or 16)
+#endif
 inline int wgmma_nt_for(const kbit_api::KbitArgs& a, int mtiles) {
-  const bool large = a.kernel == 4 || (long long)a.N * a.K >= (1ll << 25);
-  return (mtiles == 2 || mtiles == 4) && large ? 2 : 1;
+  const bool forced = a.kernel == 4, large = forced || (long long)a.N * a.K >= (1ll << 25);
+  const bool wide = forced || mtiles < 8 || a.N >= 8192;
+  return mtiles >= 2 && mtiles <= KBIT_WGMMA_NT2_MAX_MTILES && large && wide ? 2 : 1;
+}
+// The wgmma configuration (plan->wgmma): 1 or 2 16-row weight tiles per MMA
+// warp (wgmma_nt_for), or kWgmmaWhole: 128-row tiles of 8 MMA warps (BLOCK_N
+// 128) and one CTA per tile, for a dense layer whose 128 x 128 tiles fill
+// 80..100 % of one wave (forced: any dense layer of at most one wave).
+// Stream-K splits tiles to fill every SM, and a split 128-row tile costs each
+// of its CTAs 128 fp32 columns of workspace sums, which all CTAs issue at
+// about the same time. H100, graph time, Llama-3-8B gate/up M = 128 (112
+// tiles on 132 SMs): 42.5-42.7 vs 46.7-47.2 us with 12 warps and stream-K;
+// stream-K with 8 warps 47.8-48.0; on 70B (224 tiles) 8 warps are 5-10 %
+// slower. Whole tiles at 32 / 64 rows (70B gate/up, 112 tiles of 256 rows)
+// were 7 % / 1 % slower: their split sums are narrower, and each CTA then
+// covers 128 K-tiles instead of 109 (docs/results.md v23).
+constexpr int kWgmmaWhole = 3;
+#ifndef KBIT_WHOLE_TILE_FILL
+#define KBIT_WHOLE_TILE_FILL 80   // % of one wave the 128 x 128 tiles must fill for kWgmmaWhole (> 100: never)
+#endif
+inline int wgmma_config_for(const kbit_api::KbitArgs& a, int mtiles, int sms) {
+  const int nt = wgmma_nt_for(a, mtiles);
+  if (mtiles != 16 || a.E != 1) return nt;
+  const long long tiles = (long long)cdiv(a.M, 128) * cdiv(a.N, 128);
+  const bool fills = a.kernel == 4 || tiles * 100 >= (long long)sms * KBIT_WHOLE_TILE_FILL;
+  return tiles <= sms && fills && KBIT_WHOLE_TILE_FILL <= 100 ? kWgmmaWhole : nt;
 }
 #endif
 
@@ -209,16 +248,21 @@ struct CtaThreads<Cfg, std::void_t<decltype(Cfg::kCtaThreads)>> {
   static constexpr int value = Cfg::kCtaThreads;
 };
 
-// Grid and split-tile workspace of either mma.sync kernel (its Cfg, its
-// function): one persistent wave, one counter and workspace slot per tile.
+// Grid and split-tile workspace of the tiled kernels (its Cfg, its function):
+// one persistent wave, one counter and workspace slot per tile. With
+// `whole_tiles`, a dense layer of at most one wave of tiles gets one CTA per
+// tile: no tile is split, and no CTA sums into the workspace.
 template <class Cfg>
-const char* kbit_plan_for(const void* kernel, const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan) {
+const char* kbit_plan_for(const void* kernel, const kbit_api::KbitArgs& a, int device, kbit_api::KbitPlan* plan,
+                          bool whole_tiles = false) {
   int per_sm = 0;
   if (const char* err = resident_ctas(kernel, CtaThreads<Cfg>::value, Cfg::smem_bytes(a.E), device, &per_sm)) return err;
   const long long tiles = (long long)(cdiv(a.M, Cfg::BLOCK_M) + (a.E < a.M ? a.E : a.M)) *
                           cdiv(a.N, Cfg::BLOCK_N);
   if (tiles * a.k_tiles >= (1ll << 31)) return "kbit: problem too large for 32-bit unit indices";
   plan->grid = sm_count(device) * per_sm;
+  const long long dense_tiles = (long long)cdiv(a.M, Cfg::BLOCK_M) * cdiv(a.N, Cfg::BLOCK_N);
+  if (whole_tiles && a.E == 1 && dense_tiles <= plan->grid) plan->grid = int(dense_tiles);
   plan->workspace_floats = size_t(tiles) * Cfg::BLOCK_N * Cfg::BLOCK_M;
   plan->counters = size_t(tiles);
   plan->block_n = Cfg::BLOCK_N;
@@ -340,25 +384,23 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f
 }
 
 // Calls f.template operator()<CfgOf<bits, dtype, mtiles>>() for a tiled-kernel
-// configuration family (mtiles 1 where kMinMTiles allows it, 2, 4, and 8 and
-// 16 where kMaxMTiles does).
+// configuration family: mtiles 1, 2, 4, 8 or 16, those in kMinMTiles..kMaxMTiles.
 template <template <int, typename, int> class CfgOf, int kMaxMTiles, int kBits, typename T, class F,
           int kMinMTiles = 1>
 const char* dispatch_mtiles(int mtiles, const F& f) {
+#define KBIT_MTILES_CASE(N)                                                                          \
+  case N:                                                                                            \
+    if constexpr (kMinMTiles <= N && kMaxMTiles >= N) return f.template operator()<CfgOf<kBits, T, N>>(); \
+    break;
   switch (mtiles) {
-    case 1:
-      if constexpr (kMinMTiles <= 1) return f.template operator()<CfgOf<kBits, T, 1>>();
-      break;
-    case 2: return f.template operator()<CfgOf<kBits, T, 2>>();
-    case 4: return f.template operator()<CfgOf<kBits, T, 4>>();
-    case 8:
-      if constexpr (kMaxMTiles >= 8) return f.template operator()<CfgOf<kBits, T, 8>>();
-      break;
-    case 16:
-      if constexpr (kMaxMTiles >= 16) return f.template operator()<CfgOf<kBits, T, 16>>();
-      break;
+    KBIT_MTILES_CASE(1)
+    KBIT_MTILES_CASE(2)
+    KBIT_MTILES_CASE(4)
+    KBIT_MTILES_CASE(8)
+    KBIT_MTILES_CASE(16)
     default: break;
   }
+#undef KBIT_MTILES_CASE
   return "kbit: bad activation tile count";
 }
 template <template <int, typename, int> class CfgOf, int kMaxMTiles, class F, int kMinMTiles = 1>
@@ -388,11 +430,15 @@ template <int kBits, typename T, int kMTiles>
 using WgmmaCfgM = WgmmaCfg<kBits, T, 8 * kMTiles>;
 template <int kBits, typename T, int kMTiles>
 using WgmmaCfgM2 = WgmmaCfg<kBits, T, 8 * kMTiles, 2>;
-// nt: 16-row weight tiles per MMA warp (wgmma_nt_for); two only at 9..32 rows.
+template <int kBits, typename T, int kMTiles>
+using WgmmaCfgW8 = WgmmaCfg<kBits, T, 8 * kMTiles, 1, 8>;
+// cfg (wgmma_config_for): 16-row weight tiles per MMA warp (two only at 9..64
+// rows), or kWgmmaWhole (128 rows only).
 template <class F>
-const char* kbit_wgmma_dispatch(int bits, int bf16, int mtiles, int nt, const F& f) {
-  return nt == 2 ? dispatch_tiled<WgmmaCfgM2, 4, F, 2>(bits, bf16, mtiles, f)
-                 : dispatch_tiled<WgmmaCfgM, 16>(bits, bf16, mtiles, f);
+const char* kbit_wgmma_dispatch(int bits, int bf16, int mtiles, int cfg, const F& f) {
+  return cfg == kWgmmaWhole ? dispatch_tiled<WgmmaCfgW8, 16, F, 16>(bits, bf16, mtiles, f)
+         : cfg == 2         ? dispatch_tiled<WgmmaCfgM2, KBIT_WGMMA_NT2_MAX_MTILES, F, 2>(bits, bf16, mtiles, f)
+                            : dispatch_tiled<WgmmaCfgM, 16>(bits, bf16, mtiles, f);
 }
 
 // The activations [M, K] as a tensor map for the wgmma kernel's stage copies:
@@ -441,7 +487,8 @@ struct PlanFn {
     if constexpr (K == Kernel::kDecode) return kbit_decode_plan_cfg<Cfg>(a, device, plan, fits);
 #if KBIT_HAS_WGMMA
     else if constexpr (K == Kernel::kWgmma)
-      return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_wgmma_kernel<Cfg>), a, device, plan);
+      return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_wgmma_kernel<Cfg>), a, device, plan,
+                                plan->wgmma == kWgmmaWhole);
 #endif
     else return kbit_plan_cfg<Cfg>(a, device, plan);
   }
@@ -484,7 +531,7 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
 #if KBIT_HAS_WGMMA
   if (a.kernel == 4 || (a.kernel == 0 && kbit::wgmma_kernel_pays(a, plan->mtiles))) {
     plan->mtiles = kbit::wgmma_mtiles(a, plan->mtiles);
-    plan->wgmma = kbit::wgmma_nt_for(a, plan->mtiles);
+    plan->wgmma = kbit::wgmma_config_for(a, plan->mtiles, kbit::sm_count(device));
     return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan->mtiles, plan->wgmma,
                                      kbit::PlanFn<kbit::Kernel::kWgmma>{a, device, plan});
   }

@@ -47,6 +47,23 @@ __device__ __forceinline__ void red_add_f32x4(float* p, float a, float b, float 
   asm volatile("red.global.add.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
 
+// ---- register reallocation (PTX ISA, miscellaneous: setmaxnreg; sm_90a) --------
+// Every warp of the executing warpgroup sets its per-thread register count to
+// N (a multiple of 8, 24..256): dec returns registers to the CTA's pool, inc
+// waits until the pool holds enough. ptxas takes it only in a kernel whose
+// entry count is known (__launch_bounds__ with a minimum of CTAs per SM) and
+// compiles the code after an inc to N registers.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg: a multiple of 8 in 24..256");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() {
+  static_assert(N % 8 == 0 && N >= 24 && N <= 256, "setmaxnreg: a multiple of 8 in 24..256");
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
 // ---- mbarrier (PTX ISA 9.7.13.15) ------------------------------------------------
 // One arrival that also expects `bytes` more transaction bytes in this phase.
 __device__ __forceinline__ void mbarrier_arrive_expect_tx(uint32_t bar, uint32_t bytes) {

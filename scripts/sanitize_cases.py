@@ -1,7 +1,8 @@
 """A representative set of kernel calls for compute-sanitizer (memcheck,
 racecheck): every k, both dtypes, partial tiles, split tiles, grouped with
 empty experts, M = 1 .. 300 (each with the mma.sync tiled kernel, the decode kernel's two warp tiles
-and, in the sm90 family, the wgmma tiled kernel with its 128-row tiles at M = 300), and nvfp4 with
+and, in the sm90 family, the wgmma tiled kernel: two tiles per warp at M = 17 and 50, its copy
+warpgroup at M = 50 and 300, one CTA per 128-row tile at M = 300 dense), and nvfp4 with
 plain and blocked scales.
 
 SANITIZE_KERNELS (space-separated, "auto" for the choice by shape) limits the
@@ -26,7 +27,11 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          # 9..16 rows per expert (16-row tiles: the wide pair table at k <= 4),
          # and one row in all with experts (decode activations in the ring stages)
          dict(m=12, n=300, k=352, bits=3, dtype="float16"), dict(m=16, n=264, k=1024, bits=4, dtype="bfloat16"),
-         dict(m=1, n=200, k=4160, bits=4, dtype="float16", experts=8)]
+         dict(m=1, n=200, k=4160, bits=4, dtype="float16", experts=8),
+         # 33..64 rows (wgmma forced: two tiles per warp and the copy warpgroup);
+         # over 64 rows per expert (wgmma: 128-row tiles of 12 MMA warps, stream-K)
+         dict(m=50, n=520, k=544, bits=2, dtype="float16"),
+         dict(m=300, n=200, k=288, bits=4, dtype="bfloat16", experts=2)]
 bad = 0
 KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma").split() if k != "none"]
 for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhere

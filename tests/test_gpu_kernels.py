@@ -149,6 +149,22 @@ def test_kbit_split_tiles_many_contributors(kernel, monkeypatch):
 
 
 @requires_sm80
+@pytest.mark.parametrize("bits", [2, 3, 4, 5])
+@pytest.mark.parametrize("experts,m,n", [(1, 200, 1000), (2, 300, 520)])
+def test_kbit_wgmma_128_row_tiles(bits, experts, m, n, monkeypatch):
+    """The wgmma kernel's 128-row tiles (sm90 family; elsewhere the shape
+    rule) at every k, both ways they run: a dense layer of at most one wave of
+    tiles takes 8 MMA warps and one CTA per tile (forced: at any fill), a
+    grouped layer 12 MMA warps and stream-K. Both with the copy warpgroup."""
+    monkeypatch.setenv("KBIT_KERNEL", "wgmma")
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=544, bits=bits, dtype="bfloat16" if bits % 2 else "float16",
+                experts=experts, seed=11)
+    data, out = _run(spec)
+    ok, msg = R.check_implementation(data, out)
+    assert ok, msg
+
+
+@requires_sm80
 @pytest.mark.parametrize("experts", [1, 64])
 def test_kbit_cuda_graph(experts):
     """The call captures into a CUDA graph (no host sync, no allocation) and replays
