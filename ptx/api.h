@@ -34,8 +34,8 @@ struct KbitPlan {
   int decode_act;            // decode kernel: activation rows carried in its ring stages
                              // (DecodeConfig::kActRows; 0: in registers)
   int wgmma;                 // the wgmma tiled kernel (kbit_wgmma.cuh, block_m rows per tile):
-                             // 1 or 2 16-row weight tiles per MMA warp, 3 128-row tiles of
-                             // 8 MMA warps and one CTA each (launch.cuh wgmma_config_for)
+                             // 1, 2 or 3 16-row weight tiles per MMA warp, 4 128-row tiles
+                             // of 8 MMA warps and one CTA each (launch.cuh wgmma_config_for)
 };
 
 // Both return nullptr on success, else a description of the error.

@@ -24,12 +24,12 @@
 //   ~55 instructions per K-tile).
 // * That thread is lane 0 of a copy warp of its own: the MMA warps release a
 //   slot warp by warp (an arrive on its empty mbarrier) and never wait for
-//   each other; the copy warp waits for a slot's release and refills it. Up
-//   to 32 activation rows it is one extra warp; tiles of one CTA per SM with
-//   more rows take a whole copy warpgroup, which hands its registers to the
-//   MMA warps (setmaxnreg). The 64-row tile of two CTAs per SM has no
-//   registers to spare: there thread 0 refills the previous slot after a CTA
-//   barrier, between its own MMAs.
+//   each other; the copy warp waits for a slot's release and refills it.
+//   Tiles of one CTA per SM take a whole copy warpgroup, which hands its
+//   registers to the MMA warps (setmaxnreg); two CTAs per SM up to 32
+//   activation rows, one extra warp. The 64-row tile of two CTAs per SM has
+//   no registers to spare: there thread 0 refills the previous slot after a
+//   CTA barrier, between its own MMAs.
 //
 // Version log
 //   v1  wgmma m64nNk16 with register A, double-buffered fragments, stream-K.
@@ -47,13 +47,13 @@
 //   v6  kNT = 2: two 16-row tiles per MMA warp (BLOCK_N 256, one CTA of 8 + 1
 //       warps per SM) up to 32 rows on layers >= 2^25 weights (70B M = 32
 //       88 vs 93 us; launch.cuh wgmma_nt_for).
-//   v7  a copy warpgroup with register reallocation (setmaxnreg) for the
-//       one-CTA tiles above 32 rows: the 128-row tile (12 + 4 warps, MMA warps
-//       at 160 registers) and two tiles per warp at 64 rows (8 + 4 warps, 240).
-//       A 128-row tile of 8 MMA warps with one CTA per tile where such tiles
-//       fill most of one wave (launch.cuh wgmma_config_for). H100: 128 rows
-//       15-20 % faster on the Llama layers, 64 rows 13 % on 70B
-//       (docs/results.md v23).
+//   v7  a copy warpgroup with register reallocation (setmaxnreg) for every
+//       one-CTA tile: 128 rows (12 + 4 warps, MMA warps at 160 registers),
+//       several tiles per warp (8 + 4 warps, 240); three tiles per warp (BLOCK_N
+//       384) on layers >= 2^27 weights. A 128-row tile of 8 MMA warps with
+//       one CTA per tile where such tiles fill most of one wave (launch.cuh
+//       wgmma_config_for). H100: Llama-3-70B M = 32 76 vs 90 us, M = 64 13 %,
+//       128 rows 15-20 % faster (docs/results.md v23).
 #pragma once
 
 #include <cuda.h>   // CUtensorMap (the type only; the host encodes it through the runtime's driver entry point)
@@ -75,7 +75,7 @@ struct WgmmaParams : KbitParams {
 #define KBIT_WGMMA_COPY_WARP_MAX_M 32   // the largest BLOCK_M with a copy warp (kCopyWarp)
 #endif
 #ifndef KBIT_WGMMA_COPY_WG
-#define KBIT_WGMMA_COPY_WG 1   // 0: larger one-CTA tiles keep thread 0's copies (A/B)
+#define KBIT_WGMMA_COPY_WG 1   // 0: one-CTA tiles take a single copy warp up to 32 rows, else thread 0 (A/B)
 #endif
 #ifndef KBIT_WGMMA_COPY_REGS
 #define KBIT_WGMMA_COPY_REGS 24   // registers per thread of a copy warpgroup (setmaxnreg.dec)
@@ -132,21 +132,20 @@ struct WgmmaConfig {
 
   // The copies: a warp of their own after the MMA warps (kCopyWarp), or
   // thread 0 between its MMAs.
-  // * Up to 32 rows a single copy warp, at the kernel's register count: two
-  //   CTAs of 9 warps per SM (<= 102 registers), or with two tiles per warp
-  //   one CTA (150 registers).
-  // * Larger tiles with one CTA per SM: a copy warpgroup that hands its
-  //   registers to the MMA warps (setmaxnreg). Registers are split per
-  //   scheduler: each holds one copy warp and kWarps / 4 MMA warps, so a
-  //   13th warp alone would cap every warp at 128 registers. With a whole
-  //   warpgroup the entry count is 65536 / threads, the copy warps drop to
-  //   kCopyRegs and the MMA warps rise to kMmaRegs, e.g. 12 + 4 warps: entry
-  //   128, copy 24, MMA 160 (the 128-row tile needs 152); 8 + 4: 168, 24, 240.
-  //   Only lane 0 of the first copy warp works; the others exit.
+  // * Tiles with one CTA per SM: a copy warpgroup that hands its registers to
+  //   the MMA warps (setmaxnreg). Registers are split per scheduler: each
+  //   holds one copy warp and kWarps / 4 MMA warps, so a 9th or 13th warp
+  //   alone would cap its scheduler's warps at 170 or 128 registers. With a
+  //   whole warpgroup the entry count is 65536 / threads, the copy warps drop
+  //   to kCopyRegs and the MMA warps rise to kMmaRegs, e.g. 12 + 4 warps:
+  //   entry 128, copy 24, MMA 160 (the 128-row tile needs 152); 8 + 4: 168,
+  //   24, 240. Only lane 0 of the first copy warp works; the others exit.
+  // * Two CTAs per SM up to 32 rows: a single copy warp, at the kernel's
+  //   register count (two CTAs of 9 warps, <= 102 registers).
   // * The 64-row tile with two CTAs per SM (118 registers) keeps thread 0's
   //   copies: a copy warpgroup per CTA would leave its MMA warps 108.
-  static constexpr bool kCopyOne = KBIT_WGMMA_COPY_WARP && kBlockM_ <= KBIT_WGMMA_COPY_WARP_MAX_M;
-  static constexpr bool kCopyWG = KBIT_WGMMA_COPY_WARP && KBIT_WGMMA_COPY_WG && !kCopyOne && kMinBlocks_ == 1;
+  static constexpr bool kCopyWG = KBIT_WGMMA_COPY_WARP && KBIT_WGMMA_COPY_WG && kMinBlocks_ == 1;
+  static constexpr bool kCopyOne = KBIT_WGMMA_COPY_WARP && !kCopyWG && kBlockM_ <= KBIT_WGMMA_COPY_WARP_MAX_M;
   static constexpr bool kCopyWarp = kCopyOne || kCopyWG;
   static constexpr int kCtaWarps = kWarps + (kCopyWG ? 4 : kCopyOne ? 1 : 0);
   static constexpr int kCtaThreads = kCtaWarps * kWarpSize;

@@ -110,9 +110,9 @@ inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas) {
 // Ring depth 6 (4 for the 64-row tile of two CTAs per SM), less where the wide
 // pair table needs the room (wgmma_stages: k = 4 keeps 5 stages at 32 rows, 3
 // at 64).
-// kNT = 2 (9..64 rows): two 16-row weight tiles per MMA warp, BLOCK_N 256, one
-// CTA per SM of 8 MMA warps and a copy warp (up to 32 rows, 150 registers) or
-// a copy warpgroup (64 rows: up to 240 registers, 168 used).
+// kNT = 2 or 3 (9..64 rows): two or three 16-row weight tiles per MMA warp,
+// BLOCK_N 256 or 384, one CTA per SM of 8 MMA warps and a copy warpgroup (MMA
+// warps up to 240 registers).
 constexpr int wgmma_warps(int block_m, int nt) { return block_m >= 128 && nt == 1 ? KBIT_WG128_WARPS : 8; }
 constexpr int wgmma_blocks(int block_m, int nt) { return block_m >= 128 || nt > 1 ? 1 : 2; }
 constexpr int wgmma_depth(int bits, int block_m, int nt, int warps) {
@@ -144,13 +144,18 @@ inline int wgmma_mtiles(const kbit_api::KbitArgs& a, int mtiles) {
   return mtiles == 8 && rows > 64 && large ? 16 : mtiles;
 }
 // 16-row weight tiles per MMA warp: two on layers of at least 2^25 weights
-// at 9..32 rows, and at 33..64 rows where N >= 8192 (forced: at 9..64 rows
-// everywhere; up to 8 rows, which the shape rule never sends to this kernel,
-// forcing keeps one), else one. H100, graph time:
-// * 32 rows: Llama-3-70B 88.7-90.3 vs 94.4-94.5 us, 8B 30.7-31.0 vs
-//   30.8-32.0 (docs/results.md v22); on the Qwen3 layers (< 2^24) one tile
-//   per warp is 6-9 % faster (13.6-14.3 vs 14.5-15.7 us): fewer, wider tiles
-//   leave SMs idle.
+// at 9..32 rows, and at 33..64 rows where N >= 8192; three instead at 17..64
+// rows on layers of at least 2^27 weights (forced: two or three at 9..64 rows
+// everywhere, three where N >= 512; up to 8 rows, which the shape rule never
+// sends to this kernel, forcing keeps one), else one. H100, graph time:
+// * three tiles (v23): Llama-3-70B M = 32 74.2-76.0 vs 81.1-83.1 us with two
+//   (both with the copy warpgroup), M = 64 level to 7 % faster (k = 2, 5);
+//   8B (18 units per CTA) 1-17 % slower;
+// * two tiles at 32 rows: Llama-3-70B 88.7-90.3 vs 94.4-94.5 us, 8B
+//   30.7-31.0 vs 30.8-32.0 with a single copy warp (docs/results.md v22),
+//   with the copy warpgroup 70B 81.1-83.1, 8B 28.0-29.6 (v23); on the Qwen3
+//   layers (< 2^24) one tile per warp is 6-9 % faster (13.6-14.3 vs 14.5-15.7
+//   us): fewer, wider tiles leave SMs idle.
 // * 64 rows (with the copy warpgroup; v23): 70B gate/up and down 96.8-97.4 /
 //   93.9 vs 110.8-111.7 / 108.3-108.6 us, k = 2 / 3 13 / 10 % faster, k = 5
 //   level; 8B gate/up (N 14336) 36.5-36.6 vs 37.8-38.2. 8B down (N 4096, 16
@@ -163,9 +168,11 @@ inline int wgmma_mtiles(const kbit_api::KbitArgs& a, int mtiles) {
 inline int wgmma_nt_for(const kbit_api::KbitArgs& a, int mtiles) {
   const bool forced = a.kernel == 4, large = forced || (long long)a.N * a.K >= (1ll << 25);
   const bool wide = forced || mtiles < 8 || a.N >= 8192;
-  return mtiles >= 2 && mtiles <= KBIT_WGMMA_NT2_MAX_MTILES && large && wide ? 2 : 1;
+  if (!(mtiles >= 2 && mtiles <= KBIT_WGMMA_NT2_MAX_MTILES && large && wide)) return 1;
+  const bool three = forced ? a.N >= 512 : (long long)a.N * a.K >= (1ll << 27);
+  return mtiles >= 4 && mtiles <= 8 && three ? 3 : 2;
 }
-// The wgmma configuration (plan->wgmma): 1 or 2 16-row weight tiles per MMA
+// The wgmma configuration (plan->wgmma): 1, 2 or 3 16-row weight tiles per MMA
 // warp (wgmma_nt_for), or kWgmmaWhole: 128-row tiles of 8 MMA warps (BLOCK_N
 // 128) and one CTA per tile, for a dense layer whose 128 x 128 tiles fill
 // 80..100 % of one wave (forced: any dense layer of at most one wave).
@@ -177,7 +184,7 @@ inline int wgmma_nt_for(const kbit_api::KbitArgs& a, int mtiles) {
 // slower. Whole tiles at 32 / 64 rows (70B gate/up, 112 tiles of 256 rows)
 // were 7 % / 1 % slower: their split sums are narrower, and each CTA then
 // covers 128 K-tiles instead of 109 (docs/results.md v23).
-constexpr int kWgmmaWhole = 3;
+constexpr int kWgmmaWhole = 4;
 #ifndef KBIT_WHOLE_TILE_FILL
 #define KBIT_WHOLE_TILE_FILL 80   // % of one wave the 128 x 128 tiles must fill for kWgmmaWhole (> 100: never)
 #endif
@@ -431,12 +438,15 @@ using WgmmaCfgM = WgmmaCfg<kBits, T, 8 * kMTiles>;
 template <int kBits, typename T, int kMTiles>
 using WgmmaCfgM2 = WgmmaCfg<kBits, T, 8 * kMTiles, 2>;
 template <int kBits, typename T, int kMTiles>
+using WgmmaCfgM3 = WgmmaCfg<kBits, T, 8 * kMTiles, 3>;
+template <int kBits, typename T, int kMTiles>
 using WgmmaCfgW8 = WgmmaCfg<kBits, T, 8 * kMTiles, 1, 8>;
-// cfg (wgmma_config_for): 16-row weight tiles per MMA warp (two only at 9..64
-// rows), or kWgmmaWhole (128 rows only).
+// cfg (wgmma_config_for): 16-row weight tiles per MMA warp (two at 9..64
+// rows, three at 17..64), or kWgmmaWhole (128 rows only).
 template <class F>
 const char* kbit_wgmma_dispatch(int bits, int bf16, int mtiles, int cfg, const F& f) {
   return cfg == kWgmmaWhole ? dispatch_tiled<WgmmaCfgW8, 16, F, 16>(bits, bf16, mtiles, f)
+         : cfg == 3         ? dispatch_tiled<WgmmaCfgM3, 8, F, 4>(bits, bf16, mtiles, f)
          : cfg == 2         ? dispatch_tiled<WgmmaCfgM2, KBIT_WGMMA_NT2_MAX_MTILES, F, 2>(bits, bf16, mtiles, f)
                             : dispatch_tiled<WgmmaCfgM, 16>(bits, bf16, mtiles, f);
 }

@@ -165,6 +165,21 @@ def test_kbit_wgmma_128_row_tiles(bits, experts, m, n, monkeypatch):
 
 
 @requires_sm80
+@pytest.mark.parametrize("bits", [2, 3, 4, 5])
+@pytest.mark.parametrize("m,n", [(20, 200), (20, 700), (50, 200), (50, 700)])
+def test_kbit_wgmma_tiles_per_warp(bits, m, n, monkeypatch):
+    """The wgmma kernel's wide tiles at 17..64 rows (sm90 family; elsewhere
+    the shape rule): forced, two 16-row tiles per MMA warp where N < 512 and
+    three where N >= 512, at 32- and 64-row activation tiles, every k."""
+    monkeypatch.setenv("KBIT_KERNEL", "wgmma")
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=800, bits=bits, dtype="float16" if bits % 2 else "bfloat16",
+                experts=1, seed=12)
+    data, out = _run(spec)
+    ok, msg = R.check_implementation(data, out)
+    assert ok, msg
+
+
+@requires_sm80
 @pytest.mark.parametrize("experts", [1, 64])
 def test_kbit_cuda_graph(experts):
     """The call captures into a CUDA graph (no host sync, no allocation) and replays
