@@ -26,6 +26,7 @@ constexpr int kTileK = 64;   // K extent of one tile of the tiled layout
 constexpr int kWarpSize = 32;
 
 __host__ __device__ constexpr int cdiv(int a, int b) { return (a + b - 1) / b; }
+__host__ __device__ constexpr int cmin(int a, int b) { return a < b ? a : b; }
 
 // ---------------------------------------------------------------------------
 // Element types. The kernels are written against Elem<T>; T is __half or

@@ -72,7 +72,7 @@ struct WgmmaParams : KbitParams {
 #define KBIT_WGMMA_COPY_WARP 1   // 0: thread 0 issues the copies between its MMAs (A/B)
 #endif
 #ifndef KBIT_WGMMA_COPY_WARP_MAX_M
-#define KBIT_WGMMA_COPY_WARP_MAX_M 32   // the largest BLOCK_M with a copy warp (kCopyWarp)
+#define KBIT_WGMMA_COPY_WARP_MAX_M 32   // two-CTA tiles: the largest BLOCK_M with a copy warp (kCopyOne)
 #endif
 #ifndef KBIT_WGMMA_COPY_WG
 #define KBIT_WGMMA_COPY_WG 1   // 0: one-CTA tiles take a single copy warp up to 32 rows, else thread 0 (A/B)
@@ -149,11 +149,10 @@ struct WgmmaConfig {
   static constexpr bool kCopyWarp = kCopyOne || kCopyWG;
   static constexpr int kCtaWarps = kWarps + (kCopyWG ? 4 : kCopyOne ? 1 : 0);
   static constexpr int kCtaThreads = kCtaWarps * kWarpSize;
-  static constexpr int kEntryRegs = (65536 / (kCtaThreads * kMinBlocks_) / 8 * 8) < 248
-                                        ? 65536 / (kCtaThreads * kMinBlocks_) / 8 * 8 : 248;
+  // (Per-thread counts are multiples of 8, at most 248: the largest below 255.)
+  static constexpr int kEntryRegs = cmin(65536 / (kCtaThreads * kMinBlocks_) / 8 * 8, 248);
   static constexpr int kCopyRegs = KBIT_WGMMA_COPY_REGS;
-  static constexpr int kMmaRegsRaw = ((kWarps / 4 + 1) * kEntryRegs - kCopyRegs) / (kWarps / 4) / 8 * 8;
-  static constexpr int kMmaRegs = kMmaRegsRaw < 248 ? kMmaRegsRaw : 248;
+  static constexpr int kMmaRegs = cmin(((kWarps / 4 + 1) * kEntryRegs - kCopyRegs) / (kWarps / 4) / 8 * 8, 248);
 
   // Pair table (KbitConfig): 128-byte rows, or where kMinBlocks CTAs still fit
   // in shared memory (k <= 4; the launch picks the ring depth for it,

@@ -1,8 +1,9 @@
 """A representative set of kernel calls for compute-sanitizer (memcheck,
 racecheck): every k, both dtypes, partial tiles, split tiles, grouped with
 empty experts, M = 1 .. 300 (each with the mma.sync tiled kernel, the decode kernel's two warp tiles
-and, in the sm90 family, the wgmma tiled kernel: two tiles per warp at M = 17 and 50, its copy
-warpgroup at M = 50 and 300, one CTA per 128-row tile at M = 300 dense), and nvfp4 with
+and, in the sm90 family, the wgmma tiled kernel: forced, two tiles per warp at M = 17 and 50 with
+N < 512, three at M = 20 and 50 with N >= 512, all with the copy warpgroup, as are the 128-row tiles:
+one CTA per tile at M = 300 dense, 12 MMA warps and stream-K at M = 300 grouped), and nvfp4 with
 plain and blocked scales.
 
 SANITIZE_KERNELS (space-separated, "auto" for the choice by shape) limits the
@@ -28,9 +29,10 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          # and one row in all with experts (decode activations in the ring stages)
          dict(m=12, n=300, k=352, bits=3, dtype="float16"), dict(m=16, n=264, k=1024, bits=4, dtype="bfloat16"),
          dict(m=1, n=200, k=4160, bits=4, dtype="float16", experts=8),
-         # 33..64 rows (wgmma forced: two tiles per warp and the copy warpgroup);
+         # 17..64 rows (wgmma forced: three tiles per warp where N >= 512, else two);
          # over 64 rows per expert (wgmma: 128-row tiles of 12 MMA warps, stream-K)
-         dict(m=50, n=520, k=544, bits=2, dtype="float16"),
+         dict(m=50, n=520, k=544, bits=2, dtype="float16"), dict(m=50, n=264, k=288, bits=5, dtype="bfloat16"),
+         dict(m=20, n=600, k=544, bits=4, dtype="float16"),
          dict(m=300, n=200, k=288, bits=4, dtype="bfloat16", experts=2)]
 bad = 0
 KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma").split() if k != "none"]
