@@ -123,6 +123,11 @@ struct DecodeConfig {
   // (At kActRows = 4 the 64-row tiles fit one SM only with the smaller buffers.)
   static constexpr int kPartCols = kSmemAct ? kActRows : BLOCK_M;
   static constexpr int kSumFloats = BLOCK_N * kPartCols;
+  // Tiles split between CTAs: two slots per CTA of kSumFloats 64-bit words
+  // each in the workspace (finish_spanning_tile).
+  __host__ __device__ static constexpr size_t workspace_floats(int ctas) {
+    return size_t(ctas) * 2 * kSumFloats * 2;
+  }
   static constexpr int kSumBytes =
       kWarps * kSumFloats * 4 + (kWarps + 1) * 8 + (kDecodeBulkRing ? kWarps * kStages * 8 : 0);
 
@@ -548,11 +553,10 @@ struct DecodeSplit {
     first = warp_of(max(t0, cb), lane_begin, lane);
     last = warp_of(min(t0 + k_tiles, ce) - 1, lane_begin, lane);
   }
-  // How many CTAs hold units of `tile`.
-  __device__ int cta_owners(int tile) const {
-    const int a = tile * k_tiles;
-    return owner(a + k_tiles - 1, by_units, c) - owner(a, by_units, c) + 1;   // c <= u_all: no CTA is empty
-  }
+  // The first and the last CTA holding units of `tile` (c <= u_all: no CTA
+  // is empty, so the CTAs between them hold units of it too).
+  __device__ int first_cta(int tile) const { return owner(tile * k_tiles, by_units, c); }
+  __device__ int last_cta(int tile) const { return owner(tile * k_tiles + k_tiles - 1, by_units, c); }
   // mbarrier of a split tile whose first warp in this CTA is `first`: unique
   // per split tile, <= kWarps (a warp is the first of at most one split tile,
   // the one holding its last unit, besides warp 0's tile entering the CTA).
@@ -598,6 +602,110 @@ struct DecodeTimeline {
 };
 
 // ---------------------------------------------------------------------------
+// Stage: tiles split between CTAs.
+//
+// Every CTA holding units of such a tile writes its sum (its warps' parts
+// already added) to a slot of its own and counts itself in on the tile's
+// counter; the CTA whose count comes last adds the slots and writes C. No
+// step waits on a fence: the slot words are 64-bit relaxed stores of the value
+// paired with a nonzero marker (single-copy atomic), each CTA counts in with a
+// relaxed atomic after its main loop, and the last CTA polls each slot word
+// until its marker shows. Until v25 each CTA added its part with fp32 atomics
+// and counted in at once with an acq_rel atomic: its release waited for the
+// warp's earlier memory operations, and the last CTA read the sums back only
+// after its count had returned (docs/results.md v25).
+// - No deadlock: a CTA counts in only after its slot stores are issued, so the
+//   last one waits only for stores already on their way, never for a CTA that
+//   may not be resident.
+// - The same bits on every run: the slots are added in CTA order.
+// - Slots: two per CTA, 2 cta + role: role 1 for a tile that began in this
+//   CTA (its last tile), role 0 for one that began in an earlier CTA (its
+//   first). Slot word m * BLOCK_N + n holds row n, activation row m. The last
+//   CTA returns the words it read and the counter to zero for the next launch
+//   (the workspace is zero when allocated, and shared with the other kernels).
+// ---------------------------------------------------------------------------
+constexpr unsigned long long kSlotMarker = 1ull << 32;
+
+template <class Cfg>
+__device__ __forceinline__ unsigned long long* spanning_slot(float* workspace, int slot) {
+  return reinterpret_cast<unsigned long long*>(workspace) + size_t(slot) * Cfg::kSumFloats;
+}
+
+template <class Cfg>
+__device__ __forceinline__ void publish_part(const DecodeParams& p, float (&acc)[Cfg::kNT][4], int g, int t,
+                                             int rows, int slot) {
+  // (Through an opaque move: otherwise the compiler computes the element
+  // addresses of this rare path before the loop and holds them throughout.)
+  unsigned long long* w = ptx::opaque(spanning_slot<Cfg>(p.workspace, slot));
+  for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+    if (m < rows) ptx::st_relaxed_gpu_u64(w + m * Cfg::BLOCK_N + n, kSlotMarker | __float_as_uint(x));
+  });
+}
+
+// The warp that published its CTA's part of the tile (its slot stores are
+// issued) counts the CTA in; if it comes last of the `ctas` CTAs from cta0
+// on, it adds their slots in CTA order (cta0's role-1 slot, then the role-0
+// slots of cta0 + 1, ...), writes C (unless c is null: the timeline probe)
+// and zeroes the words it read and the counter. Lane l adds words l, l + 32,
+// ... (kPer of them, the slot's rows only), kBatch slots' loads in flight at
+// once; the first batch goes out with the count, before the warp knows
+// whether it comes last.
+template <class Cfg>
+__device__ __forceinline__ void finish_spanning_tile(float* workspace, int* counter, typename Cfg::T* c, int N,
+                                                     TilePos pos, int cta0, int ctas, int lane, float out_scale) {
+  using T = typename Cfg::T;
+  constexpr int kPer = Cfg::kSumFloats / kWarpSize;
+  constexpr int kBatch = kPer >= 8 ? 1 : 8 / kPer;
+  static_assert(Cfg::kSumFloats % kWarpSize == 0, "whole words per lane");
+  const int words = pos.rows * Cfg::BLOCK_N;
+  unsigned long long v[kBatch][kPer];
+  unsigned long long* w[kBatch];
+  const auto load_batch = [&](int s0) {
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int s = s0 + j;
+      w[j] = spanning_slot<Cfg>(workspace, s == 0 ? 2 * cta0 + 1 : 2 * (cta0 + s));
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int x = lane + i * kWarpSize;
+        v[j][i] = s < ctas && x < words ? ptx::ld_relaxed_gpu_u64(w[j] + x) : kSlotMarker;
+      }
+    }
+  };
+  __syncwarp();   // (the warp's slot stores are issued: lane 0 counts them in)
+  int old = 0;
+  if (lane == 0) old = ptx::atom_add_relaxed_gpu(counter, 1);
+  load_batch(0);
+  if (__shfl_sync(0xffffffffu, old, 0) != ctas - 1) return;   // a later CTA finishes the tile
+
+  float sum[kPer];
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) sum[i] = 0.f;
+  for (int s0 = 0; s0 < ctas; s0 += kBatch) {
+    if (s0 > 0) load_batch(s0);
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int x = lane + i * kWarpSize;
+        if (s0 + j < ctas && x < words) {
+          while (!(v[j][i] & kSlotMarker)) v[j][i] = ptx::ld_relaxed_gpu_u64(w[j] + x);
+          sum[i] += __uint_as_float(uint32_t(v[j][i]));
+          ptx::st_relaxed_gpu_u64(w[j] + x, 0ull);
+        }
+      }
+    }
+  }
+  if (lane == 0) ptx::st_relaxed_gpu_s32(counter, 0);   // ready for the next launch
+  if (c == nullptr) return;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const int x = lane + i * kWarpSize, m = x / Cfg::BLOCK_N, n = x % Cfg::BLOCK_N;
+    if (x < words && pos.n0 + n < N) c[size_t(pos.row0 + m) * N + pos.n0 + n] = Elem<T>::from_float(sum[i] * out_scale);
+  }
+}
+
+// ---------------------------------------------------------------------------
 // The kernel.
 // ---------------------------------------------------------------------------
 template <class Cfg>
@@ -608,9 +716,9 @@ kbit_decode_kernel(const DecodeParams p) {
   __shared__ int scratch[32];
   // The warp's first and last tile (the only ones it can share with other
   // warps): {tile, first warp of this CTA holding units of it | its mbarrier
-  // << 8, other CTAs holding units of it, mask of the later warps of this CTA
-  // holding units of it}. Read back only where a part ends (out of the loop's
-  // registers).
+  // << 8 | the tile's first CTA << 16, other CTAs holding units of it, mask of
+  // the later warps of this CTA holding units of it}. Read back only where a
+  // part ends (out of the loop's registers).
   __shared__ int4 ends_s[Cfg::kWarps][2];
   extern __shared__ __align__(128) uint8_t decode_smem[];
   uint8_t* lut = decode_smem;
@@ -811,7 +919,9 @@ kbit_decode_kernel(const DecodeParams p) {
     if (lane < 2) {
       const int tile = lane ? tile1 : tile0, first = lane ? first1 : first0, last = lane ? last1 : last0;
       const uint32_t others = busy & ((2u << last) - (2u << first));
-      ends_s[warp][lane] = make_int4(tile, first | split.bar(tile, first) << 8, split.cta_owners(tile) - 1, int(others));
+      const int cta0 = split.first_cta(tile);
+      ends_s[warp][lane] = make_int4(tile, first | split.bar(tile, first) << 8 | cta0 << 16,
+                                     split.last_cta(tile) - cta0, int(others));
       // The first warp of a split tile counts the later ones in with an
       // mbarrier; only the tile of a warp's last unit can be one it is first of.
       if (lane == 1 && first == warp && others)
@@ -932,10 +1042,11 @@ kbit_decode_kernel(const DecodeParams p) {
         float part[4];
         ptx::mma_m16n8k16<T>(part, frag[0], bf[blk][0], bf[blk][1], zero);
         ptx::mma_m16n8k16<T>(part, frag[1], bf[blk][2], bf[blk][3], part);
+        // (One activation row: columns 2t + 1 are never stored.)
         acc[nt][0] = fmaf(s_a, part[0], acc[nt][0]);
-        acc[nt][1] = fmaf(s_a, part[1], acc[nt][1]);
+        if (Cfg::kActRows != 1) acc[nt][1] = fmaf(s_a, part[1], acc[nt][1]);
         acc[nt][2] = fmaf(s_b, part[2], acc[nt][2]);
-        acc[nt][3] = fmaf(s_b, part[3], acc[nt][3]);
+        if (Cfg::kActRows != 1) acc[nt][3] = fmaf(s_b, part[3], acc[nt][3]);
       }
     }
 
@@ -948,7 +1059,7 @@ kbit_decode_kernel(const DecodeParams p) {
     // A tile between the warp's first and last is all the warp's.
     if (e.x == pos.tile && !(KBIT_DECODE_PROBE & 32)) {
       const int first = e.y & 255;
-      const uint32_t bar = bars + 8 * (e.y >> 8);
+      const uint32_t bar = bars + 8 * ((e.y >> 8) & 255);
       if (warp != first) {
         // A later warp of the tile: its part goes to its own buffer (no
         // atomics), then every lane counts in (mbarrier arrive: release of the
@@ -1000,33 +1111,12 @@ kbit_decode_kernel(const DecodeParams p) {
           } while (others);
         }
         if (e.z > 0) {
-          // The tile spans CTAs: add the CTA's sum into the tile's fp32
-          // workspace (rows of the slot only) and count in; the last CTA to
-          // arrive reads the total back, writes C, and zeroes the workspace and
-          // counter for the next launch (summation order varies).
-          // (The thread's base address passes through an opaque move: otherwise
-          // the compiler precomputes the 16 64-bit element addresses of this
-          // rare path before the loop and holds them in registers throughout.)
-          float* ws = ptx::opaque(p.workspace + size_t(pos.tile) * (Cfg::BLOCK_N * Cfg::BLOCK_M) +
-                                  (g * Cfg::BLOCK_M + 2 * t));
-          for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
-            if (m < pos.rows) atomicAdd(ws + (n - g) * Cfg::BLOCK_M + (m - 2 * t), x);
-          });
-          __syncwarp();   // the warp's workspace adds, before lane 0's release
-          int is_last = 0;
-          if (lane == 0) is_last = ptx::atom_add_acq_rel_gpu(p.counters + pos.tile, 1) == e.z;
-          store = __shfl_sync(0xffffffffu, is_last, 0) != 0;
-          if (store) {
-            __syncwarp();   // lane 0's acquire, before the warp reads the sums
-            for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
-              if (m < pos.rows) {
-                float* w = ws + (n - g) * Cfg::BLOCK_M + (m - 2 * t);
-                x = ptx::ld_global_cg_f32(w);
-                *w = 0.f;
-              }
-            });
-            if (lane == 0) p.counters[pos.tile] = 0;   // ready for the next launch
-          }
+          // The tile spans CTAs: the CTA's sum goes to its slot (no wait); the
+          // warp counts in after its loop (finish_spanning_tile). Role 1: the
+          // tile began in this CTA.
+          const int role = (e.y >> 16) == int(blockIdx.x) ? 1 : 0;
+          publish_part<Cfg>(p, acc, g, t, pos.rows, 2 * int(blockIdx.x) + role);
+          store = false;
         }
       }
     }
@@ -1042,6 +1132,18 @@ kbit_decode_kernel(const DecodeParams p) {
     pos = next;
   }
   ring_cp.drain(0);   // (every stage issued was waited for; cp.async: empty groups)
+  // The tiles split between CTAs that this warp published its CTA's part of
+  // (role 0: its first tile, begun in an earlier CTA; role 1: its last, begun
+  // here): it counts the CTA in, and the last CTA finishes the tile. Counting
+  // after the loop holds no register through it and adds no wait to it.
+#pragma unroll 1
+  for (int role = 0; role < 2; ++role) {
+    const int4 e = ends_s[warp][role];
+    const bool began_here = (e.y >> 16) == int(blockIdx.x);
+    if (e.z > 0 && (e.y & 255) == warp && began_here == (role == 1) && !(KBIT_DECODE_PROBE & 32))
+      finish_spanning_tile<Cfg>(p.workspace, p.counters + e.x, kTimeline ? nullptr : static_cast<T*>(p.c), p.N,
+                                locate(e.x), e.y >> 16, e.z + 1, lane, out_scale);
+  }
   if constexpr (kTimeline) {
     if (lane == 0 && active) {
       const int c = int(clock64() - tl.c0);

@@ -39,6 +39,9 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 #ifndef KBIT_DECODE_STAGES
 #define KBIT_DECODE_STAGES 0
 #endif
+#ifndef KBIT_DECODE_ACT_STAGES   // ring depth of 64-row tiles with activation rows in the stages
+#define KBIT_DECODE_ACT_STAGES 3
+#endif
 template <int kBits, int kNT>
 constexpr int decode_nt_of() { return kBits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : kNT; }
 // Activation rows carried in the ring stages (DecodeConfig::kActRows) where
@@ -49,7 +52,8 @@ constexpr int decode_nt_of() { return kBits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT
 #endif
 template <int kBits, typename T, int kNT, int kActRows = 0, int kNt = decode_nt_of<kBits, kNT>()>
 using DecodeCfg = DecodeConfig<kBits, T, (KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WARPS : 16), kNt,
-                               (KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES : kNt == 4 ? 3 : 4), kActRows>;
+                               (KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES
+                                : kNt == 4 ? (kActRows > 0 ? KBIT_DECODE_ACT_STAGES : 3) : 4), kActRows>;
 
 // Shape rule, by measurement (H100, graph time, both kernels and both warp
 // tiles on every M <= 4 benchmark: docs/results.md "decode crossover", v17):
@@ -88,8 +92,21 @@ inline bool decode_dense_narrow(const kbit_api::KbitArgs& a, int ctas) {
 // rows all fit (the configurations with them are dense-only: DecodeConfig::
 // kDense), else 0 (registers; grouped layers, dense M = 5..8, and dense
 // layers too large for 32-bit split arithmetic). `ctas`: the grid bound.
-inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas) {
-  return a.E == 1 && a.M <= KBIT_DECODE_ACT_ROWS && decode_dense_narrow(a, ctas) ? KBIT_DECODE_ACT_ROWS : 0;
+// At M = 1 a stage carries the one row (kActRows = 1: 384 fewer bytes per
+// stage to copy from L2 and land, and no FFMAs for the MMA's second column)
+// where that measured faster (decode_act1_pays): 32-row tiles (H100, graph
+// time, docs/results.md v25: Llama-3-8B -2.5 to -4 %, Qwen3 -2 to -5 %,
+// Llama-3-70B k = 5 -2 %). Not 64-row tiles: Llama-3-70B k = 4 was 2 % slower;
+// k = 2 was 7 % faster, but that build spills (20 bytes, sm_90a).
+// KBIT_DECODE_ACT1=0 turns it off (A/B).
+#ifndef KBIT_DECODE_ACT1
+#define KBIT_DECODE_ACT1 1
+#endif
+constexpr bool decode_act1_pays(int bits, int nt) { return KBIT_DECODE_ACT1 && bits >= 2 && nt == 2; }
+inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas, int nt) {
+  if (!(a.E == 1 && a.M <= KBIT_DECODE_ACT_ROWS && decode_dense_narrow(a, ctas))) return 0;
+  const int tile_nt = a.bits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : nt;   // as decode_nt_of
+  return a.M == 1 && decode_act1_pays(a.bits, tile_nt) ? 1 : KBIT_DECODE_ACT_ROWS;
 }
 
 #ifndef KBIT_HAS_WGMMA
@@ -350,24 +367,33 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
   *fits = Cfg::smem_bytes(a.E) <= smem_optin(device);
   if (!*fits) return nullptr;
   const char* err = kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), a, device, plan);
+  // The slots of tiles split between CTAs (finish_spanning_tile) in place of
+  // the tiled kernels' per-tile sums.
+  if (plan->workspace_floats < Cfg::workspace_floats(plan->grid))
+    plan->workspace_floats = Cfg::workspace_floats(plan->grid);
   if (err == nullptr && Cfg::kDense && !(a.E == 1 && decode_dense_narrow(a, plan->grid)))
     return "kbit: internal error: a dense-only decode configuration was chosen for a shape it cannot serve";
   return err;
 }
 
 // Calls f.template operator()<DecodeCfg<bits, dtype, nt, act>>() (nt: 2 or 4;
-// act: 0 or KBIT_DECODE_ACT_ROWS).
+// act: 0, KBIT_DECODE_ACT_ROWS, or 1 where decode_act1_pays).
 template <class F>
 const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f) {
 #define KBIT_DECODE_ACT_(BITS, NT, ACT)                                                    \
   return bf16 ? f.template operator()<DecodeCfg<BITS, __nv_bfloat16, NT, ACT>>()           \
               : f.template operator()<DecodeCfg<BITS, __half, NT, ACT>>();
 #if KBIT_DECODE_ACT_ROWS > 0
-#define KBIT_DECODE_NT_(BITS, NT)                      \
-  if (act) {                                           \
-    KBIT_DECODE_ACT_(BITS, NT, KBIT_DECODE_ACT_ROWS)   \
-  } else {                                             \
-    KBIT_DECODE_ACT_(BITS, NT, 0)                      \
+#define KBIT_DECODE_NT_(BITS, NT)                                                 \
+  if constexpr (decode_act1_pays(BITS, decode_nt_of<BITS, NT>())) {               \
+    if (act == 1) {                                                               \
+      KBIT_DECODE_ACT_(BITS, NT, 1)                                               \
+    }                                                                             \
+  }                                                                               \
+  if (act) {                                                                      \
+    KBIT_DECODE_ACT_(BITS, NT, KBIT_DECODE_ACT_ROWS)                              \
+  } else {                                                                        \
+    KBIT_DECODE_ACT_(BITS, NT, 0)                                                 \
   }
 #else
 #define KBIT_DECODE_NT_(BITS, NT) KBIT_DECODE_ACT_(BITS, NT, 0)
@@ -549,7 +575,7 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   const bool decode = a.kernel == 2 || a.kernel == 3 || (a.kernel == 0 && kbit::decode_kernel_pays(a));
   if (plan->mtiles == 1 && decode) {
     // (One decode CTA per SM: 16 warps and over 100 KB of shared memory.)
-    const int nt = a.kernel == 3 ? 4 : kbit::decode_nt(a), act = kbit::decode_act_rows(a, kbit::sm_count(device));
+    const int nt = a.kernel == 3 ? 4 : kbit::decode_nt(a), act = kbit::decode_act_rows(a, kbit::sm_count(device), nt);
     bool fits = false;
     if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, nt, act,
                                                      kbit::PlanFn<kbit::Kernel::kDecode>{a, device, plan, &fits}))

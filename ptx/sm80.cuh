@@ -147,6 +147,32 @@ __device__ __forceinline__ int atom_add_acq_rel_gpu(int* p, int v) {
   return old;
 }
 
+// ---- relaxed gpu-scope accesses (PTX ISA memory consistency model, 8.7) --------
+// Morally strong but ordered with nothing else: no fence, so the issuing warp
+// does not wait for its other memory operations. An aligned 64-bit access is
+// single-copy atomic, so a reader sees a 64-bit word whole or not at all: the
+// decode kernel's split-tile slots pair each value with a nonzero marker, and
+// their reader checks the marker of every word instead of an ordering fence.
+__device__ __forceinline__ void st_relaxed_gpu_u64(unsigned long long* p, unsigned long long v) {
+  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+}
+__device__ __forceinline__ unsigned long long ld_relaxed_gpu_u64(const unsigned long long* p) {
+  unsigned long long v;
+  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_relaxed_gpu_s32(int* p, int v) {
+  asm volatile("st.relaxed.gpu.global.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+// The counter's read-modify-writes are totally ordered (coherence), so exactly
+// one arrival of a group sees the count of the others; the warp waits for the
+// old value only where it reads it.
+__device__ __forceinline__ int atom_add_relaxed_gpu(int* p, int v) {
+  int old;
+  asm volatile("atom.relaxed.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
+}
+
 // ---- named barrier (PTX ISA 9.7.13.1) --------------------------------------------
 // Barrier `id` over the first `count` arriving threads (a multiple of 32): the
 // CTA barrier's memory ordering among those threads only, for kernels where

@@ -5,7 +5,10 @@ Decode variants run with KBIT_KERNEL=decode (every case on the decode kernel);
 a variant "tiled" times the tiled GEMM kernel (KBIT_KERNEL=tiled) instead. The
 first line is the floor of this measurement: a one-element add, graph-timed
 the same way.
-Usage: python3 scripts/decode_variants.py "16,4,4 20,4,3 tiled" case [case ...]"""
+A variant with "=" in it is a KBIT_DEFINES list instead (e.g.
+"KBIT_DECODE_ACT_ROWS=1,KBIT_DECODE_ACT_STAGES=4"), "default" the tree as it is;
+both with the decode kernel forced.
+Usage: python3 scripts/decode_variants.py "16,4,4 20,4,3 tiled default KBIT_X=1" case [case ...]"""
 import os
 import subprocess
 import sys
@@ -24,16 +27,27 @@ variants = sys.argv[1].split()
 cases = sys.argv[2:]
 
 
+def variant_env(cfg):
+    if cfg == "tiled":
+        return {"KBIT_KERNEL": "tiled"}
+    if cfg == "default":
+        return {"KBIT_KERNEL": "decode"}
+    if "=" in cfg:
+        return {"KBIT_KERNEL": "decode", "KBIT_DEFINES": cfg}
+    return {"KBIT_KERNEL": "decode", "KBIT_DECODE_CFG": cfg}
+
+
 def prebuild(cfg):
-    env = dict(os.environ, **({"KBIT_KERNEL": "tiled"} if cfg == "tiled" else {"KBIT_DECODE_CFG": cfg}))
+    env = dict(os.environ, **variant_env(cfg))
     r = subprocess.run([sys.executable, "-c", "import torch, submission as S; S._module_for(torch.device('cuda'))"],
                        cwd=ROOT, env=env, capture_output=True, text=True)
     return cfg, r.returncode, r.stderr[-2000:]
 
 
 failed = []
-with ThreadPoolExecutor(len(variants)) as ex:
-    for cfg, rc, err in ex.map(prebuild, variants):
+unique = list(dict.fromkeys(variants))   # a variant listed twice is timed twice, built once
+with ThreadPoolExecutor(len(unique)) as ex:
+    for cfg, rc, err in ex.map(prebuild, unique):
         print(f"built {cfg}: rc={rc}", err[-600:] if rc else "", flush=True)
         if rc:
             failed.append(cfg)
@@ -46,13 +60,9 @@ specs = {s["name"]: s for s in load_tasks("kbit_gemm")["benchmarks"]}
 datas = {c: generate(specs[c], "cuda") for c in cases}
 rows = {c: [] for c in cases}
 for cfg in variants:
-    os.environ.pop("KBIT_KERNEL", None)
-    os.environ.pop("KBIT_DECODE_CFG", None)
-    if cfg == "tiled":
-        os.environ["KBIT_KERNEL"] = "tiled"
-    else:
-        os.environ["KBIT_DECODE_CFG"] = cfg
-        os.environ["KBIT_KERNEL"] = "decode"
+    for name in ("KBIT_KERNEL", "KBIT_DECODE_CFG", "KBIT_DEFINES"):
+        os.environ.pop(name, None)
+    os.environ.update(variant_env(cfg))
     # Both caches: build() keys its modules by (family, arch) only, so a
     # variant would otherwise run the first variant's module.
     S._modules.clear()

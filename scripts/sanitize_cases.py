@@ -29,6 +29,8 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          # and one row in all with experts (decode activations in the ring stages)
          dict(m=12, n=300, k=352, bits=3, dtype="float16"), dict(m=16, n=264, k=1024, bits=4, dtype="bfloat16"),
          dict(m=1, n=200, k=4160, bits=4, dtype="float16", experts=8),
+         # few tiles, each split between many CTAs (the decode kernel's CTA slots)
+         dict(m=2, n=72, k=16384, bits=4, dtype="float16"),
          # 17..64 rows (wgmma forced: three tiles per warp where N >= 512, else two);
          # over 64 rows per expert (wgmma: 128-row tiles of 12 MMA warps, stream-K)
          dict(m=50, n=520, k=544, bits=2, dtype="float16"), dict(m=50, n=264, k=288, bits=5, dtype="bfloat16"),

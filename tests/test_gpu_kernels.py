@@ -57,8 +57,8 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
 @pytest.mark.parametrize("experts,m,k", [(1, 1, 4128), (1, 3, 4128), (1, 4, 4160), (1, 6, 4160), (16, 1, 4160),
                                           (16, 20, 4160)])
 def test_kbit_decode_kernel_repeatable_and_graph(experts, m, k, kernel, monkeypatch):
-    """The decode kernel's split tiles (warp-level stream-K, fp32 atomics) at a
-    size with many splits, both warp tiles, activations in the ring stages
+    """The decode kernel's split tiles (warp-level stream-K; CTA slots in the
+    workspace for tiles split between CTAs) at a size with many splits, both warp tiles, activations in the ring stages
     (dense m <= 4, also with K % 64 == 32 and fewer rows than the stage holds)
     and in registers (dense m = 6; grouped layers, m = 1 and 20, always): every
     run passes, and a captured graph replays on new activations and routing."""
@@ -124,6 +124,38 @@ def test_kbit_repeatable(m, n, k, experts):
         bound = (torch.finfo(torch.float16).eps * torch.maximum(out.float().abs(), outs[0].float().abs())
                  + 1e-5 * rms)
         assert (diff <= bound).all(), float((diff / bound).max())
+
+
+@requires_sm80
+@pytest.mark.parametrize("kernel", ["decode", "decode64"])
+@pytest.mark.parametrize("m,n,k,experts", [(1, 1000, 16384, 1), (4, 1000, 16384, 1), (2, 72, 16384, 1),
+                                           (6, 520, 8192, 1), (1, 1024, 2048, 40)])
+def test_kbit_decode_split_tiles_same_bits(kernel, m, n, k, experts, monkeypatch):
+    """The decode kernel adds the parts of a tile split between CTAs in CTA order
+    (slots in the workspace, not fp32 atomics), so every run gives the same bits:
+    dense layers with activations in the ring stages (m <= 4) and in registers
+    (m = 6), a narrow layer whose few tiles span many CTAs, and a grouped one.
+    Between the runs a call of the tiled kernel, which shares the workspace and
+    the counters, checks that the decode kernel leaves both zeroed."""
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=4, dtype="float16", experts=experts, seed=5)
+    other = generate(dict(problem="kbit_gemm", m=2, n=72, k=16384, bits=4, dtype="float16", experts=1, seed=6),
+                     "cuda")
+    data = generate(spec, "cuda")
+    outs = []
+    for _ in range(4):
+        monkeypatch.setenv("KBIT_KERNEL", kernel)
+        arg = clone_input(data)
+        poison(arg)
+        outs.append(S.custom_kernel(arg).clone())
+        monkeypatch.setenv("KBIT_KERNEL", "tiled")
+        arg2 = clone_input(other)
+        poison(arg2)
+        ok, msg = R.check_implementation(other, S.custom_kernel(arg2))
+        assert ok, msg
+    for out in outs:
+        ok, msg = R.check_implementation(data, out)
+        assert ok, msg
+        assert torch.equal(out, outs[0])
 
 
 @requires_sm80
