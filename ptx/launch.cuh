@@ -94,10 +94,11 @@ inline bool decode_dense_narrow(const kbit_api::KbitArgs& a, int ctas) {
 // layers too large for 32-bit split arithmetic). `ctas`: the grid bound.
 // At M = 1 a stage carries the one row (kActRows = 1: 384 fewer bytes per
 // stage to copy from L2 and land, and no FFMAs for the MMA's second column)
-// where that measured faster (decode_act1_pays): 32-row tiles (H100, graph
-// time, docs/results.md v25: Llama-3-8B -2.5 to -4 %, Qwen3 -2 to -5 %,
-// Llama-3-70B k = 5 -2 %). Not 64-row tiles: Llama-3-70B k = 4 was 2 % slower;
-// k = 2 was 7 % faster, but that build spills (20 bytes, sm_90a).
+// where that measured faster: 32-row tiles (decode_act1_pays) of layers with
+// at least 2^24 weights (H100, graph time, docs/results.md v25: Llama-3-8B
+// -2.5 to -4 %, Llama-3-70B k = 5 -2 %). Not the smaller Qwen3 layers (level
+// on gate/up and o, 10 % slower on q), nor 64-row tiles (Llama-3-70B k = 4
+// 2 % slower; k = 2 7 % faster, but that build spills 20 bytes on sm_90a).
 // KBIT_DECODE_ACT1=0 turns it off (A/B).
 #ifndef KBIT_DECODE_ACT1
 #define KBIT_DECODE_ACT1 1
@@ -106,7 +107,8 @@ constexpr bool decode_act1_pays(int bits, int nt) { return KBIT_DECODE_ACT1 && b
 inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas, int nt) {
   if (!(a.E == 1 && a.M <= KBIT_DECODE_ACT_ROWS && decode_dense_narrow(a, ctas))) return 0;
   const int tile_nt = a.bits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : nt;   // as decode_nt_of
-  return a.M == 1 && decode_act1_pays(a.bits, tile_nt) ? 1 : KBIT_DECODE_ACT_ROWS;
+  const bool one_row = a.M == 1 && (long long)a.N * a.K >= (1ll << 24) && decode_act1_pays(a.bits, tile_nt);
+  return one_row ? 1 : KBIT_DECODE_ACT_ROWS;
 }
 
 #ifndef KBIT_HAS_WGMMA

@@ -128,12 +128,13 @@ def test_kbit_repeatable(m, n, k, experts):
 
 @requires_sm80
 @pytest.mark.parametrize("kernel", ["decode", "decode64"])
-@pytest.mark.parametrize("m,n,k,experts", [(1, 1000, 16384, 1), (4, 1000, 16384, 1), (2, 72, 16384, 1),
+@pytest.mark.parametrize("m,n,k,experts", [(1, 1024, 16384, 1), (4, 1000, 16384, 1), (2, 72, 16384, 1),
                                            (6, 520, 8192, 1), (1, 1024, 2048, 40)])
 def test_kbit_decode_split_tiles_same_bits(kernel, m, n, k, experts, monkeypatch):
     """The decode kernel adds the parts of a tile split between CTAs in CTA order
     (slots in the workspace, not fp32 atomics), so every run gives the same bits:
-    dense layers with activations in the ring stages (m <= 4) and in registers
+    dense layers with activations in the ring stages (m <= 4; one row per stage
+    at m = 1 with 32-row tiles on 2^24 weights or more) and in registers
     (m = 6), a narrow layer whose few tiles span many CTAs, and a grouped one.
     Between the runs a call of the tiled kernel, which shares the workspace and
     the counters, checks that the decode kernel leaves both zeroed."""
