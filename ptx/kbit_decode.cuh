@@ -15,8 +15,10 @@
 // * A tile split between warps of a CTA is summed in shared memory: the later
 //   warps store their parts and arrive on an mbarrier; the tile's first warp
 //   (whose part ends its range, so it finishes last) waits, adds them and
-//   stores C. Only a tile that spans CTAs takes a global round trip (workspace
-//   atomics and an arrival counter), made by each CTA's first warp of it.
+//   stores C. A tile that spans CTAs goes through the workspace: each CTA's
+//   first warp of it stores the CTA's sum to a slot of the CTA's own and,
+//   after its main loop, counts the CTA in; the last CTA adds the slots in
+//   CTA order (finish_spanning_tile).
 // * One CTA of 16 warps per SM shares the lookup table, built once.
 // * Table lookups address shared memory with ONE prmt: the pair index byte is
 //   placed in byte 1 of the address and the lane's replica offset in byte 0
