@@ -39,7 +39,9 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 #ifndef KBIT_DECODE_STAGES
 #define KBIT_DECODE_STAGES 0
 #endif
-#ifndef KBIT_DECODE_ACT_STAGES   // ring depth of 64-row tiles with activation rows in the stages
+// Tuning: ring depth of 64-row tiles with activation rows in the stages (4 fits
+// with one row; measured no faster, docs/results.md v25).
+#ifndef KBIT_DECODE_ACT_STAGES
 #define KBIT_DECODE_ACT_STAGES 3
 #endif
 template <int kBits, int kNT>
@@ -103,11 +105,11 @@ inline bool decode_dense_narrow(const kbit_api::KbitArgs& a, int ctas) {
 #ifndef KBIT_DECODE_ACT1
 #define KBIT_DECODE_ACT1 1
 #endif
-constexpr bool decode_act1_pays(int bits, int nt) { return KBIT_DECODE_ACT1 && bits >= 2 && nt == 2; }
+constexpr bool decode_act1_pays(int nt) { return KBIT_DECODE_ACT1 && nt == 2; }
 inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas, int nt) {
   if (!(a.E == 1 && a.M <= KBIT_DECODE_ACT_ROWS && decode_dense_narrow(a, ctas))) return 0;
   const int tile_nt = a.bits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : nt;   // as decode_nt_of
-  const bool one_row = a.M == 1 && (long long)a.N * a.K >= (1ll << 24) && decode_act1_pays(a.bits, tile_nt);
+  const bool one_row = a.M == 1 && (long long)a.N * a.K >= (1ll << 24) && decode_act1_pays(tile_nt);
   return one_row ? 1 : KBIT_DECODE_ACT_ROWS;
 }
 
@@ -373,6 +375,8 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
   // the tiled kernels' per-tile sums.
   if (plan->workspace_floats < Cfg::workspace_floats(plan->grid))
     plan->workspace_floats = Cfg::workspace_floats(plan->grid);
+  if (err == nullptr && plan->grid >= (1 << 15))   // ends_s packs a tile's first CTA into 15 bits
+    return "kbit: too many SMs for the decode kernel's split-tile bookkeeping";
   if (err == nullptr && Cfg::kDense && !(a.E == 1 && decode_dense_narrow(a, plan->grid)))
     return "kbit: internal error: a dense-only decode configuration was chosen for a shape it cannot serve";
   return err;
@@ -387,7 +391,7 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f
               : f.template operator()<DecodeCfg<BITS, __half, NT, ACT>>();
 #if KBIT_DECODE_ACT_ROWS > 0
 #define KBIT_DECODE_NT_(BITS, NT)                                                 \
-  if constexpr (decode_act1_pays(BITS, decode_nt_of<BITS, NT>())) {               \
+  if constexpr (decode_act1_pays(decode_nt_of<BITS, NT>())) {                     \
     if (act == 1) {                                                               \
       KBIT_DECODE_ACT_(BITS, NT, 1)                                               \
     }                                                                             \

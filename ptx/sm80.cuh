@@ -111,14 +111,8 @@ __device__ __forceinline__ uint4 ld_global_nc_na_v4(const void* p) {
                : "l"(p));
   return v;
 }
-// L2-only load (never a stale L1 line): partial sums written by other CTAs.
-__device__ __forceinline__ float ld_global_cg_f32(const float* p) {
-  float v;
-  asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(v) : "l"(p));
-  return v;
-}
-
-// Four consecutive floats (16-byte aligned), L2 only.
+// L2-only load (never a stale L1 line) of four consecutive floats (16-byte
+// aligned): partial sums written by other CTAs.
 __device__ __forceinline__ float4 ld_global_cg_f32x4(const float* p) {
   float4 v;
   asm volatile("ld.global.cg.v4.f32 {%0,%1,%2,%3}, [%4];\n" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(p));

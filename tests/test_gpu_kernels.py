@@ -103,8 +103,9 @@ def test_nvfp4_spec(spec):
 @pytest.mark.parametrize("m,n,k,experts", [(1, 8192, 8192, 1), (16, 4096, 14336, 1), (40, 1024, 2048, 512),
                                            (200, 1000, 4160, 1)])
 def test_kbit_repeatable(m, n, k, experts):
-    """Split tiles are summed with fp32 atomics, so the summation order may vary
-    between runs. The fp32 reordering noise is relative to the partial sums, not
+    """The tiled kernels sum split tiles with fp32 atomics, so the summation
+    order may vary between runs (the decode kernel, m = 1 here, adds them in a
+    fixed order). The fp32 reordering noise is relative to the partial sums, not
     to the result: near-zero outputs can move by several fp16 ulps. Every run
     passes the checker, and runs differ by at most one ulp of the value plus
     1e-5 of the output's rms."""
@@ -162,8 +163,9 @@ def test_kbit_decode_split_tiles_same_bits(kernel, m, n, k, experts, monkeypatch
 @requires_sm80
 @pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma"])
 def test_kbit_split_tiles_many_contributors(kernel, monkeypatch):
-    """Stress of the split-tile arrival protocol (workspace adds, one acq_rel
-    counter atomic per warp or CTA): a narrow, deep layer splits each of its
+    """Stress of the split-tile arrival protocols (tiled kernels: workspace
+    adds and one acq_rel counter atomic per warp or CTA; decode kernel: CTA
+    slots and one relaxed count per CTA): a narrow, deep layer splits each of its
     few tiles among a hundred or more contributors, which arrive at nearly the
     same time. Twenty back-to-back calls without a host sync in between, each
     on a poisoned output, all pass the checker."""
