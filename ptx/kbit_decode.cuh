@@ -574,7 +574,8 @@ struct DecodeSplit {
 // barrier; the table barrier; the first and the last warp's end of the main
 // loop; the CTA's end; thread 0's set-up steps (a kernel parameter arrived, the
 // split computed, prologue copies issued, activation loads issued, split-tile
-// bookkeeping done). Word 15: a marker with the CTA.
+// bookkeeping done). Word 15: a marker with the CTA. A second row per CTA (at
+// C + 128 * (gridDim.x + blockIdx.x) bytes) holds each warp's loop end.
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
@@ -735,6 +736,7 @@ kbit_decode_kernel(const DecodeParams p) {
   constexpr bool kTimeline = KBIT_DECODE_PROBE & 256;
   DecodeTimeline tl{};
   __shared__ int loop_end[2];   // kTimeline: min, max SM clocks to a warp's loop end
+  __shared__ int warp_end[kTimeline ? Cfg::kWarps : 1];   // kTimeline: each warp's loop end
   if constexpr (kTimeline) {
     tl.c0 = clock64();
     tl.g0 = global_ns();
@@ -1147,13 +1149,24 @@ kbit_decode_kernel(const DecodeParams p) {
                                 locate(e.x), e.y >> 16, e.z + 1, lane, out_scale);
   }
   if constexpr (kTimeline) {
-    if (lane == 0 && active) {
+    if (lane == 0) {
       const int c = int(clock64() - tl.c0);
-      atomicMin(&loop_end[0], c);
-      atomicMax(&loop_end[1], c);
+      warp_end[warp] = active ? c : -1;
+      if (active) {
+        atomicMin(&loop_end[0], c);
+        atomicMax(&loop_end[1], c);
+      }
     }
     __syncthreads();
     if (tid == 0) tl.end(p.c, size_t(p.M) * p.N * sizeof(T), loop_end);
+    // Row gridDim.x + blockIdx.x: each warp's loop end (32-bit SM clocks from
+    // the CTA's start; -1: no units), then a marker with the CTA in word 15.
+    const size_t row = size_t(gridDim.x) + blockIdx.x;
+    if ((row + 1) * DecodeTimeline::kWords * 8 <= size_t(p.M) * p.N * sizeof(T)) {
+      unsigned long long* w = static_cast<unsigned long long*>(p.c) + DecodeTimeline::kWords * row;
+      if (tid < Cfg::kWarps) reinterpret_cast<int*>(w)[tid] = warp_end[tid];
+      if (tid == 0) w[DecodeTimeline::kWords - 1] = 0x71AF000000000000ull | blockIdx.x;
+    }
   }
 }
 

@@ -65,17 +65,21 @@ using DecodeCfg = DecodeConfig<kBits, T, (KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WA
 //   8-13 vs 9-13 us; M = 4, with its rows in the ring stages: Llama-3-8B 20
 //   vs 25 us, Qwen3 layers 7.4-10.2 vs 7.9-11.3 us);
 // * grouped layers with at most 8 rows per expert (on average) and at least
-//   2^24 weights in the active experts (min(E, M) of them; the host does not
+//   2^22 weights in the active experts (min(E, M) of them; the host does not
 //   know how many are empty): the decode kernel with 64-row warp tiles
 //   (docs/results.md v13: Qwen3-Coder-Next experts at 16 tokens, gate/up
 //   65.9 vs 94.0 us with the tiled kernel, down 42.8 vs 56.3; GLM-4.7 at 64
-//   tokens 52.2 vs 67.0; at 1 token level, 16.9 vs 16.8);
+//   tokens 52.2 vs 67.0; at 1 token level, 16.9 vs 16.8). v26: Qwen3 down at
+//   1 token (10 experts of 2048 x 512, 2^23.3 weights) 9.9-10.4 vs 12.7-12.8
+//   us, so the bound moved from 2^24 to 2^22, between that case and the
+//   smallest measured one below (the boundary itself is not measured);
 // * everything else, the tiled kernel: on small grouped layers it measured
-//   faster (8 experts of 512 x 512: 8.6 vs 10.6 us).
+//   faster (4 active experts of 512 x 512, 2^20 weights: 8.1-8.2 vs 9.2-9.3
+//   us in v26).
 inline bool decode_large_layer(const kbit_api::KbitArgs& a) { return (long long)a.N * a.K >= (1ll << 27); }
 inline bool decode_grouped(const kbit_api::KbitArgs& a) {
   const long long active = a.E < a.M ? a.E : a.M;
-  return a.E > 1 && active * a.N * a.K >= (1ll << 24);
+  return a.E > 1 && active * a.N * a.K >= (1ll << 22);
 }
 inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
   return (a.E == 1 && a.M <= 4) || decode_grouped(a);

@@ -22,6 +22,9 @@ Usage: python3 scripts/decode_timeline.py [--probe P] [--warm] case [case ...]
 --warm: after each flush, one call on a second input of the same case (another seed)
 runs first, so the timed call finds the kernel's code and constants warm but its own
 data cold: the difference to a plain run is what cold code costs.)
+--warps: also each warp's loop end (µs from its CTA's start, mean over CTAs, by warp
+index), to tell a spread that follows the warp index (issue priority) from one that
+does not.
 Timeline rows past the end of C are not written (few on the smallest layers)."""
 import argparse
 import os
@@ -38,6 +41,7 @@ import submission as S  # noqa: E402
 from run import Timer, generate, load_tasks  # noqa: E402
 
 MARK = 0x71AE
+WARP_MARK = 0x71AF   # a row of per-warp loop ends (32-bit SM clocks), the CTA in word 15
 
 
 def timeline(c: torch.Tensor):
@@ -48,13 +52,20 @@ def timeline(c: torch.Tensor):
         raise RuntimeError("no timeline rows in C: was the probe build used?")
     g0 = min(r[0] for r in rows)
     out = []
+    warp_rows = {}
+    for i, r in enumerate(words):
+        if (int(r[15]) >> 48) & 0xFFFF == WARP_MARK:
+            warp_rows[int(r[15]) & 0xFFFF] = r[:8].contiguous().view(torch.int32).tolist()
     for r in rows:
         ghz = r[9] / max(r[1] - r[0], 1)          # this CTA's SM clocks per ns
         us = lambda clk: clk / ghz / 1e3          # noqa: E731
+        cta = int(r[15]) & 0xFFFF
+        warps = [us(x) if x >= 0 else float("nan") for x in warp_rows.get(cta, [])]
         out.append(dict(start=(r[0] - g0) / 1e3, end=(r[1] - g0) / 1e3, cbval=us(r[2]), wval=us(r[3]),
                         offval=us(r[4]), cb=us(r[5]), table=us(r[6]),
                         loop0=us(r[7]) if r[7] < 2**31 - 1 else float("nan"), loop1=us(r[8]), cta=us(r[9]),
-                        par=us(r[10]), split=us(r[11]), pro=us(r[12]), act=us(r[13]), ends=us(r[14])))
+                        par=us(r[10]), split=us(r[11]), pro=us(r[12]), act=us(r[13]), ends=us(r[14]),
+                        warps=warps))
     return out
 
 
@@ -62,6 +73,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--probe", type=int, default=0, help="further probe bits")
     ap.add_argument("--warm", action="store_true", help="warm the code with a call on other data after each flush")
+    ap.add_argument("--warps", action="store_true", help="each warp's loop end, by warp index")
     ap.add_argument("cases", nargs="+")
     args = ap.parse_args()
     os.environ["KBIT_DECODE_CFG"] = f"16,0,0,{256 | args.probe}"
@@ -77,6 +89,7 @@ def main():
         S.custom_kernel(data)
         torch.cuda.synchronize()
         per = []
+        by_warp = []
         for _ in range(7):
             timer.flush()
             if other is not None:
@@ -89,8 +102,25 @@ def main():
                         mean("cbval"), mean("offval"), mean("wval"), mean("cb"),
                         mean("table"), mean("loop0"), mean("loop1"), mean("cta"), max(x["cta"] for x in t),
                         max(x["end"] for x in t), len(t)])
+            by_warp += [x["warps"] for x in t if x["warps"]]
         med = [statistics.median(col) for col in zip(*per)]
         print(f"{name[:30]:30s}" + "".join(f"{v:8.2f}" for v in med[:-1]) + f"{int(med[-1]):8d}", flush=True)
+        if args.warps and by_warp:
+            n = max(len(w) for w in by_warp)
+            col = lambda i: [w[i] for w in by_warp if i < len(w) and w[i] == w[i]]  # noqa: E731
+            means = [statistics.fmean(col(i)) if col(i) else float("nan") for i in range(n)]
+            spread = statistics.fmean(max(v for v in w if v == v) - min(v for v in w if v == v)
+                                      for w in by_warp if any(v == v for v in w))
+            # Rank of each warp within its CTA (0 = left first), averaged: a
+            # spread that follows the index shows as ranks rising with it.
+            ranks = [[] for _ in range(n)]
+            for w in by_warp:
+                order = sorted((v, i) for i, v in enumerate(w) if v == v)
+                for rnk, (_, i) in enumerate(order):
+                    ranks[i].append(rnk)
+            print(f"  loop end by warp (us):  " + " ".join(f"{m:5.2f}" for m in means) + f"   in-CTA spread {spread:.2f}")
+            print(f"  mean rank by warp:      " + " ".join(f"{statistics.fmean(r):5.1f}" if r else "  nan" for r in ranks),
+                  flush=True)
 
 
 if __name__ == "__main__":
