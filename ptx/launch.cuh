@@ -73,6 +73,14 @@ using DecodeCfg = DecodeConfig<kBits, T, (KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WA
 //   1 token (10 experts of 2048 x 512, 2^23.3 weights) 9.9-10.4 vs 12.7-12.8
 //   us, so the bound moved from 2^24 to 2^22, between that case and the
 //   smallest measured one below (the boundary itself is not measured);
+// * dense layers at M = 5..8 with at least 2^25 weights: the decode kernel
+//   with 64-row warp tiles and the activations in registers (v26, M = 8:
+//   Llama-3-70B gate/up 62.0-62.7 vs 73.0-73.2 us, down 64.8-65.9 vs
+//   72.6-72.9; Llama-3-8B gate/up 22.6-22.8 vs 24.8-25.1, down 24.4-24.5 vs
+//   24.9-25.0; its 32-row tiles were 9 % slower than the tiled kernel on 8B
+//   down). M = 5..7 by construction: both kernels compute 8-row activation
+//   tiles, whatever the rows. The smaller layers keep the tiled kernel (not
+//   measured at M = 5..8);
 // * everything else, the tiled kernel: on small grouped layers it measured
 //   faster (4 active experts of 512 x 512, 2^20 weights: 8.1-8.2 vs 9.2-9.3
 //   us in v26).
@@ -81,11 +89,16 @@ inline bool decode_grouped(const kbit_api::KbitArgs& a) {
   const long long active = a.E < a.M ? a.E : a.M;
   return a.E > 1 && active * a.N * a.K >= (1ll << 22);
 }
+inline bool decode_dense_wide(const kbit_api::KbitArgs& a) {
+  return a.E == 1 && a.M > 4 && a.M <= 8 && (long long)a.N * a.K >= (1ll << 25);
+}
 inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
-  return (a.E == 1 && a.M <= 4) || decode_grouped(a);
+  return (a.E == 1 && a.M <= 4) || decode_dense_wide(a) || decode_grouped(a);
 }
 // 16-row tiles per warp of the decode kernel for this shape.
-inline int decode_nt(const kbit_api::KbitArgs& a) { return decode_large_layer(a) || a.E > 1 ? 4 : 2; }
+inline int decode_nt(const kbit_api::KbitArgs& a) {
+  return decode_large_layer(a) || a.E > 1 || decode_dense_wide(a) ? 4 : 2;
+}
 // The dense configurations' 32-bit split arithmetic (DecodeSplit<.., true>):
 // every product of a CTA count (up to `ctas` + 1) or a warp index with the
 // unit count must stay below 2^31. Units: n-blocks x K-tiles, counted for
