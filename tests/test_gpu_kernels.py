@@ -161,6 +161,29 @@ def test_kbit_decode_split_tiles_same_bits(kernel, m, n, k, experts, monkeypatch
 
 
 @requires_sm80
+@pytest.mark.parametrize("m,n,k,experts", [(5, 4096, 8192, 1), (8, 4128, 8192, 1), (10, 1024, 512, 16)])
+def test_kbit_default_rule_decode_shapes(m, n, k, experts, monkeypatch):
+    """Shapes the shape rule sends to the decode kernel since v26 (no kernel
+    forced): dense layers of at least 2^25 weights at M = 5..8 (64-row warp
+    tiles, activations in registers; N = 4128 leaves a partial tile) and a
+    grouped layer of 2^22..2^24 active weights. Every run passes the checker
+    and gives the same bits (the decode kernel adds split tiles in a fixed
+    order)."""
+    monkeypatch.delenv("KBIT_KERNEL", raising=False)
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=4, dtype="float16", experts=experts, seed=11)
+    data = generate(spec, "cuda")
+    outs = []
+    for _ in range(3):
+        arg = clone_input(data)
+        poison(arg)
+        outs.append(S.custom_kernel(arg).clone())
+    for out in outs:
+        ok, msg = R.check_implementation(data, out)
+        assert ok, msg
+        assert torch.equal(out, outs[0])
+
+
+@requires_sm80
 @pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma"])
 def test_kbit_split_tiles_many_contributors(kernel, monkeypatch):
     """Stress of the split-tile arrival protocols (tiled kernels: workspace
