@@ -53,7 +53,7 @@ def timeline(c: torch.Tensor):
     g0 = min(r[0] for r in rows)
     out = []
     warp_rows = {}
-    for i, r in enumerate(words):
+    for r in words:
         if (int(r[15]) >> 48) & 0xFFFF == WARP_MARK:
             warp_rows[int(r[15]) & 0xFFFF] = r[:8].contiguous().view(torch.int32).tolist()
     for r in rows:
