@@ -27,10 +27,11 @@
 //   address arithmetic.
 // * Scale bytes are decoded once per warp and stage (E4M4 bits shifted into an
 //   fp32 exponent/mantissa, times 2^116), not once per quad thread.
-// * The activations travel in the ring stages where a slot has at most 4 rows
-//   (dense M <= 4: cp.async beside the weights, read with ldmatrix); larger
-//   slots (up to 8 rows, L2-resident) are loaded straight into the MMA B
-//   registers one unit ahead, eight 4-byte loads per K-tile (DecodeConfig).
+// * The activations of a dense layer travel in the ring stages (M <= 4, and
+//   M = 5..8 with 32-row tiles at k != 5: cp.async beside the weights, read
+//   with ldmatrix); the other slots (grouped layers, up to 8 rows,
+//   L2-resident) are loaded straight into the MMA B registers one unit ahead,
+//   eight 4-byte loads per K-tile (DecodeConfig).
 //
 // MMA roles as in kbit_gemm.cuh: weights are the A operand (16 n x 16 k),
 // activations the B operand (16 k x 8 rows m).
@@ -65,7 +66,9 @@ constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024
 //      (docs/results.md v16). A stage holds R rows, so the host takes it
 //      where no slot can have more (M <= R). With 64-row tiles (3 stages of
 //      16 warps beside the 64 KB table) R = 4 fits one SM only because the
-//      part buffers then keep 4 columns (kPartCols).
+//      part buffers then keep 4 columns (kPartCols). R = 8 (dense M = 5..8)
+//      fits with 32-row tiles and 4 stages at k = 2..4 (220 KB at k = 4), not
+//      with 64-row tiles nor at k = 5.
 template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_, int kActRows_ = 0>
 struct DecodeConfig {
   static constexpr int kBits = kBits_;
@@ -157,7 +160,8 @@ struct DecodeConfig {
   // Dense layers must fit one SM (227 KB); grouped layers with many experts may
   // not (64-row tiles), and the host then uses the tiled kernel (kbit_decode_plan_cfg).
   static_assert(smem_bytes(1) <= 227 * 1024, "must fit one SM (227 KB)");
-  static_assert(kNT != 2 || smem_bytes(4096) <= 227 * 1024, "32-row tiles must fit at the largest expert count");
+  static_assert(kNT != 2 || kDense || smem_bytes(4096) <= 227 * 1024,
+                "32-row tiles must fit at the largest expert count (grouped configurations)");
 };
 
 // ---------------------------------------------------------------------------

@@ -73,14 +73,18 @@ using DecodeCfg = DecodeConfig<kBits, T, (KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WA
 //   1 token (10 experts of 2048 x 512, 2^23.3 weights) 9.9-10.4 vs 12.7-12.8
 //   us, so the bound moved from 2^24 to 2^22, between that case and the
 //   smallest measured one below (the boundary itself is not measured);
-// * dense layers at M = 5..8 with at least 2^25 weights: the decode kernel
-//   with 64-row warp tiles and the activations in registers (v26, M = 8:
-//   Llama-3-70B gate/up 62.0-62.7 vs 73.0-73.2 us, down 64.8-65.9 vs
-//   72.6-72.9; Llama-3-8B gate/up 22.6-22.8 vs 24.8-25.1, down 24.4-24.5 vs
-//   24.9-25.0; its 32-row tiles were 9 % slower than the tiled kernel on 8B
-//   down). M = 5..7 by construction: both kernels compute 8-row activation
-//   tiles, whatever the rows. The smaller layers keep the tiled kernel (not
-//   measured at M = 5..8);
+// * dense layers at M = 5..8 with at least 2^25 weights, k = 2..4: the decode
+//   kernel with 32-row warp tiles and the 8 activation rows in the ring
+//   stages (decode_act8_fits; v26, H100, M = 8, against 64-row tiles with
+//   the activations in registers: Llama-3-70B gate/up 55.4-55.5 vs
+//   62.9-63.1 us, down 54.7-56.1 vs 65.2-66.3, Llama-3-8B gate/up 18.0-18.5
+//   vs 22.9-23.1, down 19.8-20.1 vs 24.2-24.5; those in turn against the
+//   tiled kernel: 70B 62.0-62.7 vs 73.0-73.2, 8B gate/up 22.6-22.8 vs
+//   24.8-25.1; with registers, 32-row tiles were 9 % slower than the tiled
+//   kernel on 8B down). M = 5..7 by construction: the kernels compute 8-row
+//   activation tiles, whatever the rows. The smaller layers and k = 5 (whose
+//   8-row stages do not fit) keep the tiled kernel (not measured at
+//   M = 5..8);
 // * everything else, the tiled kernel: on small grouped layers it measured
 //   faster (4 active experts of 512 x 512, 2^20 weights: 8.1-8.2 vs 9.2-9.3
 //   us in v26).
@@ -90,14 +94,23 @@ inline bool decode_grouped(const kbit_api::KbitArgs& a) {
   return a.E > 1 && active * a.N * a.K >= (1ll << 22);
 }
 inline bool decode_dense_wide(const kbit_api::KbitArgs& a) {
-  return a.E == 1 && a.M > 4 && a.M <= 8 && (long long)a.N * a.K >= (1ll << 25);
+  return a.E == 1 && a.M > 4 && a.M <= 8 && a.bits != 5 && (long long)a.N * a.K >= (1ll << 25);
 }
+// Dense M = 5..8 with all 8 activation rows in the ring stages: 32-row warp
+// tiles (64-row stages with 8 rows do not fit one SM), not at k = 5 (its
+// stages do not fit either). KBIT_DECODE_ACT8=0: 64-row tiles, activations in
+// registers (A/B).
+#ifndef KBIT_DECODE_ACT8
+#define KBIT_DECODE_ACT8 1
+#endif
+constexpr bool decode_act8_fits(int bits, int nt) { return KBIT_DECODE_ACT8 && nt == 2 && bits != 5; }
 inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
   return (a.E == 1 && a.M <= 4) || decode_dense_wide(a) || decode_grouped(a);
 }
 // 16-row tiles per warp of the decode kernel for this shape.
 inline int decode_nt(const kbit_api::KbitArgs& a) {
-  return decode_large_layer(a) || a.E > 1 || decode_dense_wide(a) ? 4 : 2;
+  if (decode_dense_wide(a)) return decode_act8_fits(a.bits, 2) ? 2 : 4;
+  return decode_large_layer(a) || a.E > 1 ? 4 : 2;
 }
 // The dense configurations' 32-bit split arithmetic (DecodeSplit<.., true>):
 // every product of a CTA count (up to `ctas` + 1) or a warp index with the
@@ -108,9 +121,10 @@ inline bool decode_dense_narrow(const kbit_api::KbitArgs& a, int ctas) {
   return units * (ctas + 1) < (1ll << 31) && units * 32 < (1ll << 31);
 }
 // Activation rows per ring stage: KBIT_DECODE_ACT_ROWS for dense layers whose
-// rows all fit (the configurations with them are dense-only: DecodeConfig::
-// kDense), else 0 (registers; grouped layers, dense M = 5..8, and dense
-// layers too large for 32-bit split arithmetic). `ctas`: the grid bound.
+// rows all fit, 8 at dense M = 5..8 where decode_act8_fits (the configurations
+// with them are dense-only: DecodeConfig::kDense), else 0 (registers; grouped
+// layers, dense M = 5..8 at k = 5 or with 64-row tiles, and dense layers too
+// large for 32-bit split arithmetic). `ctas`: the grid bound.
 // At M = 1 a stage carries the one row (kActRows = 1: 384 fewer bytes per
 // stage to copy from L2 and land, and no FFMAs for the MMA's second column)
 // where that measured faster: 32-row tiles (decode_act1_pays) of layers with
@@ -124,8 +138,11 @@ inline bool decode_dense_narrow(const kbit_api::KbitArgs& a, int ctas) {
 #endif
 constexpr bool decode_act1_pays(int nt) { return KBIT_DECODE_ACT1 && nt == 2; }
 inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas, int nt) {
-  if (!(a.E == 1 && a.M <= KBIT_DECODE_ACT_ROWS && decode_dense_narrow(a, ctas))) return 0;
   const int tile_nt = a.bits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : nt;   // as decode_nt_of
+  if (a.E == 1 && a.M > KBIT_DECODE_ACT_ROWS && a.M <= 8 && decode_act8_fits(a.bits, tile_nt) &&
+      decode_dense_narrow(a, ctas))
+    return 8;
+  if (!(a.E == 1 && a.M <= KBIT_DECODE_ACT_ROWS && decode_dense_narrow(a, ctas))) return 0;
   const bool one_row = a.M == 1 && (long long)a.N * a.K >= (1ll << 24) && decode_act1_pays(tile_nt);
   return one_row ? 1 : KBIT_DECODE_ACT_ROWS;
 }
@@ -400,7 +417,8 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
 }
 
 // Calls f.template operator()<DecodeCfg<bits, dtype, nt, act>>() (nt: 2 or 4;
-// act: 0, KBIT_DECODE_ACT_ROWS, or 1 where decode_act1_pays).
+// act: 0, KBIT_DECODE_ACT_ROWS, 1 where decode_act1_pays, 8 where
+// decode_act8_fits).
 template <class F>
 const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f) {
 #define KBIT_DECODE_ACT_(BITS, NT, ACT)                                                    \
@@ -411,6 +429,11 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f
   if constexpr (decode_act1_pays(decode_nt_of<BITS, NT>())) {                     \
     if (act == 1) {                                                               \
       KBIT_DECODE_ACT_(BITS, NT, 1)                                               \
+    }                                                                             \
+  }                                                                               \
+  if constexpr (decode_act8_fits(BITS, decode_nt_of<BITS, NT>())) {               \
+    if (act == 8) {                                                               \
+      KBIT_DECODE_ACT_(BITS, NT, 8)                                               \
     }                                                                             \
   }                                                                               \
   if (act) {                                                                      \

@@ -164,9 +164,9 @@ def test_kbit_decode_split_tiles_same_bits(kernel, m, n, k, experts, monkeypatch
 @pytest.mark.parametrize("m,n,k,experts", [(5, 4096, 8192, 1), (8, 4128, 8192, 1), (10, 1024, 512, 16)])
 def test_kbit_default_rule_decode_shapes(m, n, k, experts, monkeypatch):
     """Shapes the shape rule sends to the decode kernel since v26 (no kernel
-    forced): dense layers of at least 2^25 weights at M = 5..8 (64-row warp
-    tiles, activations in registers; N = 4128 leaves a partial tile) and a
-    grouped layer of 2^22..2^24 active weights. Every run passes the checker
+    forced): dense layers of at least 2^25 weights at M = 5..8 (32-row warp
+    tiles, the 8 activation rows in the ring stages; N = 4128 leaves a
+    partial tile) and a grouped layer of 2^22..2^24 active weights. Every run passes the checker
     and gives the same bits (the decode kernel adds split tiles in a fixed
     order)."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
