@@ -59,9 +59,10 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
 def test_kbit_decode_kernel_repeatable_and_graph(experts, m, k, kernel, monkeypatch):
     """The decode kernel's split tiles (warp-level stream-K; CTA slots in the
     workspace for tiles split between CTAs) at a size with many splits, both warp tiles, activations in the ring stages
-    (dense m <= 4, also with K % 64 == 32 and fewer rows than the stage holds)
-    and in registers (dense m = 6; grouped layers, m = 1 and 20, always): every
-    run passes, and a captured graph replays on new activations and routing."""
+    (dense m <= 4, also with K % 64 == 32 and fewer rows than the stage holds;
+    dense m = 6 with 32-row tiles: 8-row stages) and in registers (dense m = 6
+    with 64-row tiles; grouped layers, m = 1 and 20, always): every run
+    passes, and a captured graph replays on new activations and routing."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
     spec = dict(problem="kbit_gemm", m=m, n=1000, k=k, bits=4, dtype="float16", experts=experts, seed=7)
     data = generate(spec, "cuda")
@@ -135,8 +136,9 @@ def test_kbit_decode_split_tiles_same_bits(kernel, m, n, k, experts, monkeypatch
     """The decode kernel adds the parts of a tile split between CTAs in CTA order
     (slots in the workspace, not fp32 atomics), so every run gives the same bits:
     dense layers with activations in the ring stages (m <= 4; one row per stage
-    at m = 1 with 32-row tiles on 2^24 weights or more) and in registers
-    (m = 6), a narrow layer whose few tiles span many CTAs, and a grouped one.
+    at m = 1 with 32-row tiles on 2^24 weights or more; 8-row stages at m = 6
+    with 32-row tiles) and in registers (m = 6 with 64-row tiles), a narrow
+    layer whose few tiles span many CTAs, and a grouped one.
     Between the runs a call of the tiled kernel, which shares the workspace and
     the counters, checks that the decode kernel leaves both zeroed."""
     spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=4, dtype="float16", experts=experts, seed=5)
