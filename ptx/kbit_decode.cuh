@@ -891,8 +891,9 @@ kbit_decode_kernel(const DecodeParams p) {
     issue_prologue();   // (store_cb below, at the barrier)
     load_first_act();   // (the timeline's stamp only)
   } else if (dense) {
-    // Dense layers (M = 5..8) reach this point early: the codebook may still
-    // be on its way, and the store would hold the weight copies back.
+    // Dense layers with the activations in registers (M = 5..8 with 64-row
+    // tiles, or at k = 5) reach this point early: the codebook may still be
+    // on its way, and the store would hold the weight copies back.
     issue_prologue();
     store_cb();
     load_first_act();
@@ -1093,9 +1094,10 @@ kbit_decode_kernel(const DecodeParams p) {
           // time where k = 3 has 64-row tiles (no registers to spare: 2 parts
           // spilled), and in the 32-row register-activation configuration,
           // which the host takes only when forced (KBIT_KERNEL=decode at
-          // M = 5..8): with 4 parts there, racecheck reported write-write
-          // hazards between the split-tile mbarrier init and ring copies that
-          // are not understood yet (docs/results.md v18; open).
+          // M = 5..8 and k = 5, or with KBIT_DECODE_ACT8=0): with 4 parts
+          // there, racecheck reported write-write hazards between the
+          // split-tile mbarrier init and ring copies that are not understood
+          // yet (docs/results.md v18; open).
           constexpr int kBatch = KBIT_DECODE_SUM_BATCH > 0 ? KBIT_DECODE_SUM_BATCH
                                  : Cfg::kNT == 2 ? (Cfg::kSmemAct ? 4 : 1)
                                  : Cfg::kBits == 3 ? 1 : 2;
