@@ -99,11 +99,13 @@ inline bool decode_dense_wide(const kbit_api::KbitArgs& a) {
 // Dense M = 5..8 with all 8 activation rows in the ring stages: 32-row warp
 // tiles (64-row stages with 8 rows do not fit one SM), not at k = 5 (its
 // stages do not fit either). KBIT_DECODE_ACT8=0: 64-row tiles, activations in
-// registers (A/B).
+// registers (A/B); so does KBIT_DECODE_ACT_ROWS=0 (registers everywhere).
 #ifndef KBIT_DECODE_ACT8
 #define KBIT_DECODE_ACT8 1
 #endif
-constexpr bool decode_act8_fits(int bits, int nt) { return KBIT_DECODE_ACT8 && nt == 2 && bits != 5; }
+constexpr bool decode_act8_fits(int bits, int nt) {
+  return KBIT_DECODE_ACT8 && KBIT_DECODE_ACT_ROWS > 0 && nt == 2 && bits != 5;
+}
 inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
   return (a.E == 1 && a.M <= 4) || decode_dense_wide(a) || decode_grouped(a);
 }

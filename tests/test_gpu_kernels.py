@@ -19,6 +19,16 @@ def _name(spec):
     return "-".join(f"{k}{v}" for k, v in spec.items() if k not in ("problem", "seed"))
 
 
+def _outputs(data, runs=3):
+    """The outputs of `runs` calls on fresh, poisoned copies of one input."""
+    outs = []
+    for _ in range(runs):
+        arg = clone_input(data)
+        poison(arg)
+        outs.append(S.custom_kernel(arg).clone())
+    return outs
+
+
 def _run(spec, seed=None):
     data = generate({**spec, **({"seed": seed} if seed is not None else {})}, "cuda")
     arg = clone_input(data)
@@ -112,11 +122,7 @@ def test_kbit_repeatable(m, n, k, experts):
     1e-5 of the output's rms."""
     spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=4, dtype="float16", experts=experts, seed=3)
     data = generate(spec, "cuda")
-    outs = []
-    for _ in range(3):
-        arg = clone_input(data)
-        poison(arg)
-        outs.append(S.custom_kernel(arg).clone())
+    outs = _outputs(data)
     for out in outs:
         ok, msg = R.check_implementation(data, out)
         assert ok, msg
@@ -168,17 +174,13 @@ def test_kbit_default_rule_decode_shapes(m, n, k, experts, monkeypatch):
     """Shapes the shape rule sends to the decode kernel since v26 (no kernel
     forced): dense layers of at least 2^25 weights at M = 5..8 (32-row warp
     tiles, the 8 activation rows in the ring stages; N = 4128 leaves a
-    partial tile) and a grouped layer of 2^22..2^24 active weights. Every run passes the checker
-    and gives the same bits (the decode kernel adds split tiles in a fixed
-    order)."""
+    partial tile) and a grouped layer of 2^22..2^24 active weights. Every run
+    passes the checker and gives the same bits (the decode kernel adds split
+    tiles in a fixed order)."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
     spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=4, dtype="float16", experts=experts, seed=11)
     data = generate(spec, "cuda")
-    outs = []
-    for _ in range(3):
-        arg = clone_input(data)
-        poison(arg)
-        outs.append(S.custom_kernel(arg).clone())
+    outs = _outputs(data)
     for out in outs:
         ok, msg = R.check_implementation(data, out)
         assert ok, msg
