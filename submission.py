@@ -25,14 +25,15 @@ Environment
                                       probe that computes WRONG results, leaving out
                                       (bit mask) 1 the dequant, 2 the weight copies, 4
                                       the activation loads; 8 copies in K-tile order
-    KBIT_KERNEL=tiled|decode|decode64|wgmma
+    KBIT_KERNEL=tiled|decode|decode64|wgmma|gemv
                                       kbit_gemm: the mma.sync tiled GEMM kernel for every
                                       M, the decode kernel wherever it applies (<= 8 rows
                                       per expert; decode64: with 64-row warp tiles at
-                                      every shape), or the wgmma tiled kernel for every
-                                      M (sm90 family; elsewhere the choice by shape),
-                                      instead of the choice by shape; to measure the
-                                      crossover and test each kernel
+                                      every shape), the wgmma tiled kernel for every
+                                      M (sm90 family; elsewhere the choice by shape), or
+                                      the CUDA-core kernel wherever it applies (dense,
+                                      M = 1), instead of the choice by shape; to
+                                      measure the crossover and test each kernel
 """
 
 from __future__ import annotations
@@ -58,10 +59,11 @@ FAMILIES = ("sm80", "sm90", "sm100")
 # wrappers and stages (each includes what it builds on), the kernels written
 # against them, then the host launchers. api.h goes first (shared with bindings).
 TU_FILES = {
-    "sm80": ["sm80.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "launch.cuh"],
+    "sm80": ["sm80.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "kbit_gemv.cuh", "launch.cuh"],
     "sm90": ["sm90_wgmma.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "kbit_wgmma.cuh", "nvfp4_gemv.cuh",
-             "launch.cuh"],
-    "sm100": ["sm100.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "sm100_kernels.cuh", "launch.cuh"],
+             "kbit_gemv.cuh", "launch.cuh"],
+    "sm100": ["sm100.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "kbit_gemv.cuh", "sm100_kernels.cuh",
+              "launch.cuh"],
 }
 
 # Targets `eval/run.py --mode compile` builds each family for (no GPU needed).
@@ -447,13 +449,14 @@ def _kbit_path(module, family, device) -> int:
     kernel for every M (KBIT_KERNEL=tiled), 3 the decode kernel wherever it
     applies (KBIT_KERNEL=decode), 4 the same with 64-row warp tiles at every
     shape (KBIT_KERNEL=decode64), 5 the wgmma tiled kernel for every M
-    (KBIT_KERNEL=wgmma, sm90 family), 0 the choice by shape."""
+    (KBIT_KERNEL=wgmma, sm90 family), 6 the CUDA-core kernel wherever it
+    applies (KBIT_KERNEL=gemv: dense, M = 1), 0 the choice by shape."""
     if family == "sm100" and tc_path_ok(module, "kbit_gemm", device):
         return 1
     return _KERNEL_PATHS.get(_env("KBIT_KERNEL"), 0)
 
 
-_KERNEL_PATHS = {"tiled": 2, "decode": 3, "decode64": 4, "wgmma": 5}
+_KERNEL_PATHS = {"tiled": 2, "decode": 3, "decode64": 4, "wgmma": 5, "gemv": 6}
 
 
 def _nvfp4_path(module, family, device) -> int:

@@ -20,7 +20,8 @@ struct KbitArgs {
   int kernel;                // 0: chosen by shape (launch.cuh), 1: the mma.sync tiled GEMM kernel,
                              // 2: the decode kernel wherever it applies (<= 8 rows per expert),
                              // 3: the same with 64-row warp tiles at every shape,
-                             // 4: the wgmma tiled kernel for every M (sm90 family)
+                             // 4: the wgmma tiled kernel for every M (sm90 family),
+                             // 5: the CUDA-core kernel wherever it applies (dense, M = 1)
 };
 
 // What a launch needs besides the tensors: a split-K workspace and zeroed
@@ -36,6 +37,8 @@ struct KbitPlan {
   int wgmma;                 // the wgmma tiled kernel (kbit_wgmma.cuh, block_m rows per tile):
                              // 1, 2 or 3 16-row weight tiles per MMA warp, 4 128-row tiles
                              // of 8 MMA warps and one CTA each (launch.cuh wgmma_config_for)
+  int gemv_warps;            // the CUDA-core kernel (kbit_gemv.cuh): warps per CTA (0: not used)
+  int gemv_tiles;            // and K-tiles per warp
 };
 
 // Both return nullptr on success, else a description of the error.

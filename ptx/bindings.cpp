@@ -135,8 +135,9 @@ std::string validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::T
 // family); path 2: the mma.sync tiled kernel for every M; path 3: the decode
 // kernel wherever it applies; path 4: the same with 64-row warp tiles at every
 // shape; path 5: the wgmma tiled kernel for every M (sm90 family; elsewhere
-// path 0). Paths 2..5 measure the crossover and test each kernel and tile size
-// at every shape.
+// path 0); path 6: the CUDA-core kernel wherever it applies (dense, M = 1;
+// elsewhere path 0). Paths 2..6 measure the crossover and test each kernel and
+// tile size at every shape.
 // Returns "" after launching, or a validation message (nothing launched).
 std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at::Tensor codebook,
                       at::Tensor offsets, at::Tensor c, int64_t path) {
@@ -145,7 +146,7 @@ std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at
   TORCH_CHECK(a.is_cuda(), "kbit_gemm: tensors must be on a CUDA device");
   const c10::cuda::CUDAGuard guard(a.device());
   kbit_api::KbitArgs args = kbit_args(a, b_packed, b_absmax, codebook, offsets, c);
-  args.kernel = path == 2 ? 1 : path == 3 ? 2 : path == 4 ? 3 : path == 5 ? 4 : 0;
+  args.kernel = path == 2 ? 1 : path == 3 ? 2 : path == 4 ? 3 : path == 5 ? 4 : path == 6 ? 5 : 0;
   if (args.M == 0) return std::string();
   kbit_api::KbitPlan plan;
   check(kbit_api::kbit_gemm_plan(args, a.device().index(), &plan));

@@ -42,6 +42,9 @@ template <> struct Elem<__half> {
     return *reinterpret_cast<uint32_t*>(&h);
   }
   __device__ __forceinline__ static __half from_float(float x) { return __float2half_rn(x); }
+  __device__ __forceinline__ static float2 unpack(uint32_t v) {
+    return __half22float2(*reinterpret_cast<__half2*>(&v));
+  }
   __device__ __forceinline__ static uint32_t mul2(uint32_t a, uint32_t b) {
     __half2 r = __hmul2(*reinterpret_cast<__half2*>(&a), *reinterpret_cast<__half2*>(&b));
     return *reinterpret_cast<uint32_t*>(&r);
@@ -55,6 +58,9 @@ template <> struct Elem<__nv_bfloat16> {
     return *reinterpret_cast<uint32_t*>(&h);
   }
   __device__ __forceinline__ static __nv_bfloat16 from_float(float x) { return __float2bfloat16_rn(x); }
+  __device__ __forceinline__ static float2 unpack(uint32_t v) {
+    return __bfloat1622float2(*reinterpret_cast<__nv_bfloat162*>(&v));
+  }
   __device__ __forceinline__ static uint32_t mul2(uint32_t a, uint32_t b) {
     __nv_bfloat162 r = __hmul2(*reinterpret_cast<__nv_bfloat162*>(&a),
                                *reinterpret_cast<__nv_bfloat162*>(&b));

@@ -254,6 +254,53 @@ inline int wgmma_config_for(const kbit_api::KbitArgs& a, int mtiles, int sms) {
 }
 #endif
 
+// ---- the CUDA-core kernel (kbit_gemv.cuh) ------------------------------------
+// Dense layers at M = 1 whose weights take a few microseconds to read: fewer
+// than 2^KBIT_GEMV_MAX_LOG2 weights (0: only when forced, KBIT_KERNEL=gemv).
+// H100, graph time, against the decode kernel in the same runs
+// (docs/results.md v27): every Qwen3-Coder-Next layer (2^20 .. 2^23.3
+// weights) is faster, gate/up 6.0-6.9 vs 7.2-7.4 us, down 6.5-6.8 vs
+// 8.2-8.3, q 5.5-5.7 vs 6.4-6.5, o 6.0-6.5 vs 7.2-7.4, kv 3.6-3.9 vs
+// 6.1-6.6, k = 2 / 3 / 5 gate/up 6.3-6.5 / 6.5-6.7 / 7.4-7.6 vs 7.4 / 7.3 /
+// 8.7; the Llama-3-8B layers (2^25.8) are 15-20 % slower (19.5-20.0 vs
+// 16.7-17.0 at k = 4). The bound lies between (not measured there). At
+// M = 4 (4 rows per CTA, one CTA per SM) it was 1.4-1.7x slower than the
+// decode kernel on the Qwen3 layers, so only M = 1 is built.
+#ifndef KBIT_GEMV_MAX_LOG2
+#define KBIT_GEMV_MAX_LOG2 24
+#endif
+inline bool gemv_applies(const kbit_api::KbitArgs& a) { return a.E == 1 && a.M == 1; }
+inline bool gemv_kernel_pays(const kbit_api::KbitArgs& a) {
+  return KBIT_GEMV_MAX_LOG2 > 0 && gemv_applies(a) && (long long)a.N * a.K < (1ll << KBIT_GEMV_MAX_LOG2);
+}
+
+// Calls f.template operator()<kBits, T, kRows>() with kRows = rows (only 1 is
+// built: see gemv_applies).
+template <class F>
+const char* kbit_gemv_dispatch(int bits, int bf16, int rows, const F& f) {
+#define KBIT_GEMV_ROWS_(BITS, T)                                   \
+  switch (rows) {                                                  \
+    case 1: return f.template operator()<BITS, T, 1>();            \
+    default: return "kbit: the CUDA-core kernel takes 1 row";      \
+  }
+#define KBIT_GEMV_BITS_(BITS)                                        \
+  case BITS:                                                         \
+    if (bf16) {                                                      \
+      KBIT_GEMV_ROWS_(BITS, __nv_bfloat16)                           \
+    } else {                                                         \
+      KBIT_GEMV_ROWS_(BITS, __half)                                  \
+    }
+  switch (bits) {
+    KBIT_GEMV_BITS_(2)
+    KBIT_GEMV_BITS_(3)
+    KBIT_GEMV_BITS_(4)
+    KBIT_GEMV_BITS_(5)
+    default: return "kbit: bits must be 2..5";
+  }
+#undef KBIT_GEMV_BITS_
+#undef KBIT_GEMV_ROWS_
+}
+
 inline int kbit_pick_mtiles(int M, int E) {
   const int active = E < M ? E : M;
   const int rows = cdiv(M, active > 0 ? active : 1);
@@ -339,16 +386,22 @@ const char* kbit_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_api::Kbi
   return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_gemm_kernel<Cfg>), a, device, plan);
 }
 
-// Kernel parameters of both mma.sync kernels.
-inline KbitParams kbit_params(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan, float* ws,
-                              int32_t* counters) {
-  KbitParams p;
+// The tensors of a call, into any kernel's parameters (KbitParams, GemvParams).
+template <class Params>
+void set_tensors(Params& p, const kbit_api::KbitArgs& a) {
   p.a = a.a;
   p.b_packed = a.b_packed;
   p.b_absmax = a.b_absmax;
   p.codebook = a.codebook;
   p.offsets = a.offsets;
   p.c = a.c;
+}
+
+// Kernel parameters of both mma.sync kernels.
+inline KbitParams kbit_params(const kbit_api::KbitArgs& a, const kbit_api::KbitPlan& plan, float* ws,
+                              int32_t* counters) {
+  KbitParams p;
+  set_tensors(p, a);
   p.workspace = ws;
   p.counters = counters;
   p.M = a.M; p.N = a.N; p.K = a.K; p.E = a.E;
@@ -557,6 +610,57 @@ inline const char* encode_a_map(CUtensorMap* map, const kbit_api::KbitArgs& a, i
 
 #endif
 
+// Warps per CTA: the most (32, 16, 8, 4) with which every strip's CTA is
+// resident at once (one wave) and every lane has a K-tile, else 4. The K-tiles are split evenly among them. *fits =
+// false (no error) where the activations do not fit one CTA's shared memory
+// (K * rows * 4.5 bytes: K * rows above ~50 K): another kernel serves those.
+struct GemvPlanFn {
+  const kbit_api::KbitArgs& a;
+  int device;
+  kbit_api::KbitPlan* plan;
+  bool* fits;
+  template <int kBits, typename T, int kRows>
+  const char* operator()() const {
+    const void* kernel = reinterpret_cast<const void*>(&kbit_gemv_kernel<kBits, T, kRows>);
+    const int strips = cdiv(a.n_pad, kGemvCols), sms = sm_count(device);
+    *fits = false;
+    for (const int warps : {32, 16, 8, 4}) {
+      const int tiles = cdiv(a.k_tiles, warps);
+      if (warps > kGemvMaxWarps || (warps > 4 && tiles < kGemvSub)) continue;
+      const size_t smem = gemv_smem_bytes(warps, tiles, kRows);
+      if (smem > smem_optin(device)) continue;
+      int per_sm = 0;
+      if (const char* err = resident_ctas(kernel, warps * kWarpSize, smem, device, &per_sm)) return err;
+      *fits = true;
+      plan->gemv_warps = warps;
+      plan->gemv_tiles = tiles;
+      if ((long long)strips <= (long long)per_sm * sms) break;
+    }
+    if (*fits) {
+      plan->grid = strips;
+      plan->workspace_floats = 0;
+      plan->counters = 0;
+    }
+    return nullptr;
+  }
+};
+struct GemvRunFn {
+  const kbit_api::KbitArgs& a;
+  const kbit_api::KbitPlan& plan;
+  cudaStream_t stream;
+  template <int kBits, typename T, int kRows>
+  const char* operator()() const {
+    GemvParams p;
+    set_tensors(p, a);
+    p.M = a.M; p.N = a.N; p.K = a.K; p.n_pad = a.n_pad; p.k_tiles = a.k_tiles;
+    p.tiles_per_warp = plan.gemv_tiles;
+    kbit_gemv_kernel<kBits, T, kRows><<<plan.grid, plan.gemv_warps * kWarpSize,
+                                        gemv_smem_bytes(plan.gemv_warps, plan.gemv_tiles, kRows), stream>>>(p);
+    const cudaError_t err = cudaGetLastError();
+    return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+  }
+};
+
 // The functors the dispatchers call with a configuration Cfg: plan or launch
 // kernel K (the mma.sync tiled, the decode or the wgmma tiled kernel).
 enum class Kernel { kTiled, kDecode, kWgmma };
@@ -612,6 +716,20 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   plan->decode = 0;
   plan->decode_act = 0;
   plan->wgmma = 0;
+  plan->gemv_warps = plan->gemv_tiles = 0;
+  if (a.kernel == 5 || a.kernel == 0) {
+    if (kbit::gemv_applies(a) && (a.kernel == 5 || kbit::gemv_kernel_pays(a))) {
+      bool fits = false;
+      if (const char* err = kbit::kbit_gemv_dispatch(a.bits, a.bf16, a.M, kbit::GemvPlanFn{a, device, plan, &fits}))
+        return err;
+      if (fits) return nullptr;
+    }
+    if (a.kernel == 5) {   // forced where it does not apply: the choice by shape
+      KbitArgs by_shape = a;
+      by_shape.kernel = 0;
+      return kbit_gemm_plan(by_shape, device, plan);
+    }
+  }
 #if KBIT_HAS_WGMMA
   if (a.kernel == 4 || (a.kernel == 0 && kbit::wgmma_kernel_pays(a, plan->mtiles))) {
     plan->mtiles = kbit::wgmma_mtiles(a, plan->mtiles);
@@ -641,6 +759,7 @@ const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, in
                           void* stream) {
   using kbit::Kernel, kbit::RunFn;
   const cudaStream_t st = static_cast<cudaStream_t>(stream);
+  if (plan.gemv_warps) return kbit::kbit_gemv_dispatch(a.bits, a.bf16, a.M, kbit::GemvRunFn{a, plan, st});
 #if KBIT_HAS_WGMMA
   if (plan.wgmma)
     return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan.mtiles, plan.wgmma,

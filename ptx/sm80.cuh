@@ -111,6 +111,17 @@ __device__ __forceinline__ uint4 ld_global_nc_na_v4(const void* p) {
                : "l"(p));
   return v;
 }
+// The same for 8 bytes (two words) and for one byte.
+__device__ __forceinline__ uint2 ld_global_nc_na_v2(const void* p) {
+  uint2 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v2.u32 {%0,%1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint32_t ld_global_nc_na_u8(const void* p) {
+  uint32_t v;
+  asm volatile("ld.global.nc.L1::no_allocate.u8 %0, [%1];\n" : "=r"(v) : "l"(p));
+  return v;
+}
 // L2-only load (never a stale L1 line) of four consecutive floats (16-byte
 // aligned): partial sums written by other CTAs.
 __device__ __forceinline__ float4 ld_global_cg_f32x4(const float* p) {
@@ -165,6 +176,16 @@ __device__ __forceinline__ int atom_add_relaxed_gpu(int* p, int v) {
   int old;
   asm volatile("atom.relaxed.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
+}
+
+// ---- warp shuffle (PTX ISA, data movement: shfl.sync) -------------------------
+// v of lane src[4:0]: the idx mode reads only bits 4..0 of its source operand
+// (bval[4:0] = b[4:0]; c = 0x1f: one segment, no clamp), so a bit field at the
+// bottom of a word selects a lane whatever lies above it. All 32 lanes take part.
+__device__ __forceinline__ float shfl_idx_lo5(float v, uint32_t src) {
+  float d;
+  asm("shfl.sync.idx.b32 %0, %1, %2, 0x1f, 0xffffffff;\n" : "=f"(d) : "f"(v), "r"(src));
+  return d;
 }
 
 // ---- named barrier (PTX ISA 9.7.13.1) --------------------------------------------

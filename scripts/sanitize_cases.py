@@ -3,8 +3,8 @@ racecheck): every k, both dtypes, partial tiles, split tiles, grouped with
 empty experts, M = 1 .. 300 (each with the mma.sync tiled kernel, the decode kernel's two warp tiles
 and, in the sm90 family, the wgmma tiled kernel: forced, two tiles per warp at M = 17 and 50 with
 N < 512, three at M = 20 and 50 with N >= 512, all with the copy warpgroup, as are the 128-row tiles:
-one CTA per tile at M = 300 dense, 12 MMA warps and stream-K at M = 300 grouped), and nvfp4 with
-plain and blocked scales.
+one CTA per tile at M = 300 dense, 12 MMA warps and stream-K at M = 300 grouped; the CUDA-core
+kernel where it applies, dense M = 1), and nvfp4 with plain and blocked scales.
 
 SANITIZE_KERNELS (space-separated, "auto" for the choice by shape) limits the
 kernel list, e.g. to the kernels a change touched when the device time is short;
@@ -35,9 +35,11 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          # over 64 rows per expert (wgmma: 128-row tiles of 12 MMA warps, stream-K)
          dict(m=50, n=520, k=544, bits=2, dtype="float16"), dict(m=50, n=264, k=288, bits=5, dtype="bfloat16"),
          dict(m=20, n=600, k=544, bits=4, dtype="float16"),
-         dict(m=300, n=200, k=288, bits=4, dtype="bfloat16", experts=2)]
+         dict(m=300, n=200, k=288, bits=4, dtype="bfloat16", experts=2),
+         # dense M = 1 with a last strip of 8 columns and K % 64 == 32 (the CUDA-core kernel)
+         dict(m=1, n=1000, k=2080, bits=2, dtype="bfloat16"), dict(m=1, n=520, k=4128, bits=3, dtype="float16")]
 bad = 0
-KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma").split() if k != "none"]
+KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma gemv").split() if k != "none"]
 for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhere
     os.environ["KBIT_KERNEL"] = "" if kernel == "auto" else kernel
     for spec in CASES:

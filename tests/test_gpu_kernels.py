@@ -29,6 +29,16 @@ def _outputs(data, runs=3):
     return outs
 
 
+def _check_same_bits(data):
+    """Three runs on fresh, poisoned copies: each passes the checker, all give
+    the same bits."""
+    outs = _outputs(data)
+    for out in outs:
+        ok, msg = R.check_implementation(data, out)
+        assert ok, msg
+        assert torch.equal(out, outs[0])
+
+
 def _run(spec, seed=None):
     data = generate({**spec, **({"seed": seed} if seed is not None else {})}, "cuda")
     arg = clone_input(data)
@@ -48,14 +58,16 @@ def test_kbit_spec(spec):
 
 
 @requires_sm80
-@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma"])
+@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma", "gemv"])
 @pytest.mark.parametrize("spec", [s for s in KBIT_TESTS if s["m"] > 0], ids=_name)
 def test_kbit_each_kernel(spec, kernel, monkeypatch):
     """Every kernel at every test shape, whichever the shape rule picks: the
     mma.sync tiled kernel for every M, the decode kernel wherever it applies (at
     most 8 rows per expert; elsewhere the tiled kernel runs), with the warp tile
-    the shape rule picks (32 rows at these sizes) and with 64-row tiles, and the
-    wgmma tiled kernel for every M (sm90 family; elsewhere the shape rule)."""
+    the shape rule picks (32 rows at these sizes) and with 64-row tiles, the
+    wgmma tiled kernel for every M (sm90 family; elsewhere the shape rule), and
+    the CUDA-core kernel wherever it applies (dense, M = 1; elsewhere the
+    shape rule)."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
     data, out = _run(spec)
     ok, msg = R.check_implementation(data, out)
@@ -63,7 +75,7 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
 
 
 @requires_sm80
-@pytest.mark.parametrize("kernel", ["decode", "decode64"])
+@pytest.mark.parametrize("kernel", ["decode", "decode64", "gemv"])
 @pytest.mark.parametrize("experts,m,k", [(1, 1, 4128), (1, 3, 4128), (1, 4, 4160), (1, 6, 4160), (16, 1, 4160),
                                           (16, 20, 4160)])
 def test_kbit_decode_kernel_repeatable_and_graph(experts, m, k, kernel, monkeypatch):
@@ -72,7 +84,8 @@ def test_kbit_decode_kernel_repeatable_and_graph(experts, m, k, kernel, monkeypa
     (dense m <= 4, also with K % 64 == 32 and fewer rows than the stage holds;
     dense m = 6 with 32-row tiles: 8-row stages) and in registers (dense m = 6
     with 64-row tiles; grouped layers, m = 1 and 20, always): every run
-    passes, and a captured graph replays on new activations and routing."""
+    passes, and a captured graph replays on new activations and routing. The
+    CUDA-core kernel (gemv) takes the dense m = 1 case."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
     spec = dict(problem="kbit_gemm", m=m, n=1000, k=k, bits=4, dtype="float16", experts=experts, seed=7)
     data = generate(spec, "cuda")
@@ -179,12 +192,25 @@ def test_kbit_default_rule_decode_shapes(m, n, k, experts, monkeypatch):
     tiles in a fixed order)."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
     spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=4, dtype="float16", experts=experts, seed=11)
-    data = generate(spec, "cuda")
-    outs = _outputs(data)
-    for out in outs:
-        ok, msg = R.check_implementation(data, out)
-        assert ok, msg
-        assert torch.equal(out, outs[0])
+    _check_same_bits(generate(spec, "cuda"))
+
+
+@requires_sm80
+@pytest.mark.parametrize("bits", [2, 3, 4, 5])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m,n,k", [(1, 1000, 4128), (1, 72, 96), (1, 520, 2080), (1, 4096, 2048), (1, 8, 32),
+                                   (1, 264, 16384), (1, 8, 53248), (3, 520, 2080)])
+def test_kbit_gemv_kernel(bits, dtype, m, n, k, monkeypatch):
+    """The CUDA-core kernel (KBIT_KERNEL=gemv) at every k and both dtypes: a
+    last strip of 8 columns (N = 1000, 72, 8, 264), K % 64 == 32 (4128, 96,
+    2080), fewer K-tiles than warps (K = 32, 96), many K-tiles per warp
+    (16384); and where it does not apply, so that the choice by shape runs:
+    K = 53248, whose fp32 activations do not fit one CTA's shared memory, and
+    M = 3. Every run passes the checker and gives the same bits (the warps'
+    sums are added in a fixed order)."""
+    monkeypatch.setenv("KBIT_KERNEL", "gemv")
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype=dtype, experts=1, seed=13)
+    _check_same_bits(generate(spec, "cuda"))
 
 
 @requires_sm80
@@ -254,7 +280,7 @@ def test_kbit_cuda_graph(experts):
 
 
 @requires_sm80
-@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma"])
+@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma", "gemv"])
 @pytest.mark.parametrize("experts,m,offsets", [(4, 20, [0, 5, 3, 12, 20]), (1, 3, [0, 2])])
 def test_kbit_bad_offsets_are_loud(kernel, experts, m, offsets, monkeypatch):
     """Offsets that do not partition the rows: the kernel writes NaN everywhere
