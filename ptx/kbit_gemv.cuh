@@ -51,9 +51,10 @@ namespace kbit {
 // Output columns per CTA: 16 (lane pairs of a warp; one K-tile per warp
 // step). KBIT_GEMV_COLS=8 for A/B runs: lanes 0-15 take the even K-tiles of
 // the warp's range and 16-31 the odd ones, so a layer has twice the CTAs (the
-// SMs' shares even out: Qwen3 gate/up has 320 strips of 16 for 132 SMs). It
-// measured level within the noise of graph timing on the Qwen3 layers, 10 %
-// slower on down, 10 % faster on kv (H100, docs/results.md v27).
+// SMs' shares even out: Qwen3 gate/up has 320 strips of 16 for 132 SMs).
+// With KBIT_GEMV_MAX_WARPS=32 it measured level within the noise of graph
+// timing on the Qwen3 layers, 10 % slower on down, 10 % faster on kv (H100,
+// docs/results.md v27).
 #ifndef KBIT_GEMV_COLS
 #define KBIT_GEMV_COLS 16
 #endif
