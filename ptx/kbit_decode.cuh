@@ -444,13 +444,6 @@ __device__ __forceinline__ void load_act(uint32_t (&b)[2][4], const char* row_pt
   }
 }
 
-// E4M4 byte in bits 19..26 of an fp32 pattern is 2^-116 times its value, for
-// normal (e >= 1: exponent e) and subnormal (e = 0: fp32 subnormal m / 16 x
-// 2^-126) codes alike; the product with 2^116 is exact.
-__device__ __forceinline__ float e4m4_from_bits(uint32_t bits_19_26) {
-  return __uint_as_float(bits_19_26) * __uint_as_float((116u + 127u) << 23);
-}
-
 // ---------------------------------------------------------------------------
 // The work split (the one place it is written down). A unit is one K-tile of
 // one tile; units are numbered tile-major. The U units are split evenly over

@@ -32,9 +32,8 @@
 //   come out: slot j * (32 / F) + n holds element F n + j of a block, so the
 //   activations of one index word are consecutive (16-byte shared loads that
 //   every lane of a half reads at once: one broadcast).
-// * Scales. The E4M4 byte shifted to bits 19..26 of an fp32 is its value
-//   times 2^-116, for normal and subnormal codes alike; one multiply by 2^116
-//   makes it exact. It multiplies the block's fp32 sum once per row.
+// * Scales. The E4M4 byte shifted to bits 19..26 (e4m4_from_bits, common.cuh)
+//   multiplies the block's fp32 sum once per row.
 // * Accumulation is fp32 throughout: weight value (fp32 codebook entry) times
 //   activation (converted to fp32), summed per block, scaled, summed over
 //   blocks. The MMA kernels round weights to fp16/bf16 first; this one does not.
@@ -278,7 +277,7 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
       for (int r = 0; r < kRows; ++r) sum[r] = 0.f;
       gemv_block<kBits, kRows>(
           cur.w, cb, act + (kGemvSub * s + sub) * kRows * kGemvTileFloats + block * kGemvHalfFloats, sum);
-      const float scale = __uint_as_float(cur.s << 19) * 0x1p116f;
+      const float scale = e4m4_from_bits(cur.s << 19);   // (the byte: no mask needed)
 #pragma unroll
       for (int r = 0; r < kRows; ++r) acc[r] = fmaf(scale, sum[r], acc[r]);
     }

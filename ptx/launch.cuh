@@ -258,12 +258,13 @@ inline int wgmma_config_for(const kbit_api::KbitArgs& a, int mtiles, int sms) {
 // Dense layers at M = 1 whose weights take a few microseconds to read: fewer
 // than 2^KBIT_GEMV_MAX_LOG2 weights (0: only when forced, KBIT_KERNEL=gemv).
 // H100, graph time, against the decode kernel in the same runs
-// (docs/results.md v27): every Qwen3-Coder-Next layer (2^20 .. 2^23.3
-// weights) is faster, gate/up 6.0-6.9 vs 7.2-7.4 us, down 6.5-6.8 vs
-// 8.2-8.3, q 5.5-5.7 vs 6.4-6.5, o 6.0-6.5 vs 7.2-7.4, kv 3.6-3.9 vs
-// 6.1-6.6, k = 2 / 3 / 5 gate/up 6.3-6.5 / 6.5-6.7 / 7.4-7.6 vs 7.4 / 7.3 /
-// 8.7; the Llama-3-8B layers (2^25.8) are 15-20 % slower (19.5-20.0 vs
-// 16.7-17.0 at k = 4). The bound lies between (not measured there). At
+// (docs/results.md v27, call 4, two rounds): every Qwen3-Coder-Next layer
+// (2^20 .. 2^23.3 weights) is faster, k = 4 gate/up 6.46-6.61 vs 7.03-7.28
+// us, down 6.61-6.68 vs 8.30-8.46, q 5.65 vs 6.52-6.67, o 5.96-6.08 vs
+// 7.26-7.42, kv 3.77-4.02 vs 6.18-6.75; gate/up at k = 2 / 3 / 5 5.61-6.31 /
+// 6.84-7.05 / 7.38-7.53 vs 7.41-7.69 / 7.21-7.40 / 8.67-8.68. The
+// Llama-3-8B layers (2^25.8) are 15-20 % slower (call 2: 19.5-20.0 vs
+// 16.8-17.3 at k = 4). The bound lies between (not measured there). At
 // M = 4 (4 rows per CTA, one CTA per SM) it was 1.4-1.7x slower than the
 // decode kernel on the Qwen3 layers, so only M = 1 is built.
 #ifndef KBIT_GEMV_MAX_LOG2
@@ -610,10 +611,11 @@ inline const char* encode_a_map(CUtensorMap* map, const kbit_api::KbitArgs& a, i
 
 #endif
 
-// Warps per CTA: the most (32, 16, 8, 4) with which every strip's CTA is
-// resident at once (one wave) and every lane has a K-tile, else 4. The K-tiles are split evenly among them. *fits =
-// false (no error) where the activations do not fit one CTA's shared memory
-// (K * rows * 4.5 bytes: K * rows above ~50 K): another kernel serves those.
+// Warps per CTA: the most (32, 16, 8, 4; at most kGemvMaxWarps) with which
+// every strip's CTA is resident at once (one wave) and every lane has a
+// K-tile, else 4. The K-tiles are split evenly among them. *fits = false (no
+// error) where the activations do not fit one CTA's shared memory (K * rows *
+// 4.5 bytes: K * rows above ~50 K): another kernel serves those.
 struct GemvPlanFn {
   const kbit_api::KbitArgs& a;
   int device;
