@@ -924,10 +924,17 @@ kbit_decode_kernel(const DecodeParams p) {
       const int cta0 = split.first_cta(tile);
       ends_s[warp][lane] = make_int4(tile, first | split.bar(tile, first) << 8 | cta0 << 16,
                                      split.last_cta(tile) - cta0, int(others));
-      // The first warp of a split tile counts the later ones in with an
-      // mbarrier; only the tile of a warp's last unit can be one it is first of.
-      if (lane == 1 && first == warp && others)
-        ptx::mbarrier_init(bars + 8 * split.bar(tile, first), kWarpSize * __popc(others));
+    }
+    // The first warp of a split tile counts the later ones in with an
+    // mbarrier; only the tile of a warp's last unit can be one it is first of.
+    // The condition and the address are the warp's (every lane computes them):
+    // with the address in lane 1 only, racecheck took the other lanes' stale
+    // registers of the init for its address and reported hazards on static
+    // shared variables no mbarrier lives at (docs/results.md v28).
+    const uint32_t others1 = busy & ((2u << last1) - (2u << first1));
+    if (first1 == warp && others1) {
+      const uint32_t bar = bars + 8 * split.bar(tile1, first1);
+      if (lane == 0) ptx::mbarrier_init(bar, kWarpSize * __popc(others1));
     }
   } else if (lane < 2) {
     ends_s[warp][lane] = make_int4(-1, 0, 0, 0);
@@ -1089,8 +1096,9 @@ kbit_decode_kernel(const DecodeParams p) {
           // which the host takes only when forced (KBIT_KERNEL=decode at
           // M = 5..8 and k = 5, or with KBIT_DECODE_ACT8=0): with 4 parts
           // there, racecheck reported write-write hazards between the
-          // split-tile mbarrier init and ring copies that are not understood
-          // yet (docs/results.md v18; open).
+          // split-tile mbarrier init and ring copies (docs/results.md v18),
+          // most likely the init-address artifact that v28 found and removed
+          // (see the init); 4 parts were not tried again here.
           constexpr int kBatch = KBIT_DECODE_SUM_BATCH > 0 ? KBIT_DECODE_SUM_BATCH
                                  : Cfg::kNT == 2 ? (Cfg::kSmemAct ? 4 : 1)
                                  : Cfg::kBits == 3 ? 1 : 2;
