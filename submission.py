@@ -31,8 +31,8 @@ Environment
                                       per expert; decode64: with 64-row warp tiles at
                                       every shape), the wgmma tiled kernel for every
                                       M (sm90 family; elsewhere the choice by shape), or
-                                      the CUDA-core kernel wherever it applies (dense,
-                                      M = 1), instead of the choice by shape; to
+                                      the CUDA-core kernel wherever it applies (dense
+                                      M = 1; grouped), instead of the choice by shape; to
                                       measure the crossover and test each kernel
 """
 
@@ -450,7 +450,7 @@ def _kbit_path(module, family, device) -> int:
     applies (KBIT_KERNEL=decode), 4 the same with 64-row warp tiles at every
     shape (KBIT_KERNEL=decode64), 5 the wgmma tiled kernel for every M
     (KBIT_KERNEL=wgmma, sm90 family), 6 the CUDA-core kernel wherever it
-    applies (KBIT_KERNEL=gemv: dense, M = 1), 0 the choice by shape."""
+    applies (KBIT_KERNEL=gemv: dense M = 1, and grouped layers), 0 the choice by shape."""
     if family == "sm100" and tc_path_ok(module, "kbit_gemm", device):
         return 1
     return _KERNEL_PATHS.get(_env("KBIT_KERNEL"), 0)

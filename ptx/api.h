@@ -21,7 +21,7 @@ struct KbitArgs {
                              // 2: the decode kernel wherever it applies (<= 8 rows per expert),
                              // 3: the same with 64-row warp tiles at every shape,
                              // 4: the wgmma tiled kernel for every M (sm90 family),
-                             // 5: the CUDA-core kernel wherever it applies (dense, M = 1)
+                             // 5: the CUDA-core kernel wherever it applies (dense M = 1; grouped)
 };
 
 // What a launch needs besides the tensors: a split-K workspace and zeroed

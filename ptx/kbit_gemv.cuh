@@ -38,6 +38,15 @@
 //   activation (converted to fp32), summed per block, scaled, summed over
 //   blocks. The MMA kernels round weights to fp16/bf16 first; this one does not.
 //
+// * Grouped layers (mixture of experts): one CTA row per activation row
+//   (blockIdx.y), each reading the weights of that row's expert. Warp 0 finds
+//   the expert in the offsets (a count over all of them, which also checks
+//   that they partition the rows) while the warps stage their activations,
+//   and passes it on through shared memory at one CTA barrier; the weight
+//   loads follow. Rows routed to the same expert read its weights once each
+//   (from L2 where their CTAs run together), so the host takes this kernel
+//   only for calls with few rows (launch.cuh).
+//
 // Cost per weight and lane at k = 4, M = 1: 27/32 for the index words, 7/8
 // shifts, one SHFL, one FFMA and 1/4 shared load. The SHFL pipe (one warp
 // instruction per SM-clock) bounds it at ~32 weights per SM-clock, so large
@@ -82,9 +91,9 @@ struct GemvParams {
   const int32_t* b_packed;     // [1, k_tiles, n_pad, 2, bits]
   const uint8_t* b_absmax;     // [1, k_tiles, n_pad, 2]
   const float* codebook;       // [2^bits]
-  const int32_t* offsets;      // [2]: must be {0, M}, else C is all NaN (as in the other kernels)
+  const int32_t* offsets;      // [E + 1]: must partition the rows, else C is all NaN (as in the other kernels)
   void* c;                     // [M, N]
-  int M, N, K, n_pad, k_tiles;
+  int M, N, K, E, n_pad, k_tiles;
   int tiles_per_warp;          // contiguous K-tiles per warp (the last warps may have fewer or none)
 };
 
@@ -168,18 +177,18 @@ __device__ __forceinline__ void gemv_load(GemvStep<kBits>& st, const int32_t* w,
 // to whole steps) and blocks past K are zero: their lanes load zero planes and
 // scales, and a zero scale times garbage could be NaN.
 template <int kBits, typename T, int kRows>
-__device__ __forceinline__ void gemv_stage_activations(const GemvParams& p, float* act, int kt0, int kt1, int tiles,
-                                                       int lane) {
+__device__ __forceinline__ void gemv_stage_activations(const GemvParams& p, float* act, int row0, int kt0, int kt1,
+                                                       int tiles, int lane) {
   using Fl = GemvFields<kBits>;
   const int chunks = tiles * (kTileK / 8);   // 16-byte chunks (8 elements) per row
 #pragma unroll
   for (int r = 0; r < kRows; ++r) {
-    const T* row = static_cast<const T*>(p.a) + size_t(r) * p.K;
+    const T* row = static_cast<const T*>(p.a) + size_t(row0 + r) * p.K;
     for (int c = lane; c < chunks; c += kWarpSize) {
       const int tile = c >> 3, block = (c >> 2) & 1, e0 = (c & 3) * 8;
       const int k = (kt0 + tile) * kTileK + block * kBlock + e0;
       uint4 v = make_uint4(0, 0, 0, 0);
-      if (r < p.M && kt0 + tile < kt1 && k < p.K) v = __ldg(reinterpret_cast<const uint4*>(row + k));
+      if (row0 + r < p.M && kt0 + tile < kt1 && k < p.K) v = __ldg(reinterpret_cast<const uint4*>(row + k));
       float* dst = act + (tile * kRows + r) * kGemvTileFloats + block * kGemvHalfFloats;
       const uint32_t words[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
@@ -221,43 +230,94 @@ __device__ __forceinline__ void gemv_block(const uint32_t (&planes)[kBits], floa
   }
 }
 
+// Grouped layers: this warp's part of finding row `row`'s expert, the number
+// of offsets[1..E] at or below the row (warp w takes every `warps`-th group
+// of 32, so the CTA's loads go out at once), and whether that part never
+// decreases; warp 0 also checks that the offsets start at 0 and end at M.
+// Lane 0 stores {count, ok} for gemv_expert, after a CTA barrier.
+__device__ __forceinline__ void gemv_expert_part(const GemvParams& p, int row, int warp, int warps, int lane,
+                                                 int2* part) {
+  int below = 0;
+  bool ok = true;
+#pragma unroll 4
+  for (int i = 1 + warp * kWarpSize + lane; i <= p.E; i += warps * kWarpSize) {
+    const int o = __ldg(p.offsets + i);
+    below += o <= row;
+    ok = ok && o >= __ldg(p.offsets + i - 1);
+  }
+  if (warp == 0 && lane == 0) ok = ok && __ldg(p.offsets) == 0 && __ldg(p.offsets + p.E) == p.M;
+  below = __reduce_add_sync(0xffffffffu, below);
+  ok = __all_sync(0xffffffffu, ok);
+  if (lane == 0) part[warp] = make_int2(below, ok ? 1 : 0);
+}
+// The row's expert from the warps' parts (whole warp), or -1 where the
+// offsets do not partition the rows. With a partition, offsets[E] = M > row,
+// so the count is at most E - 1.
+__device__ __forceinline__ int gemv_expert(const int2* part, int warps, int lane) {
+  const int2 v = lane < warps ? part[lane] : make_int2(0, 1);
+  const int below = __reduce_add_sync(0xffffffffu, v.x);
+  return __all_sync(0xffffffffu, v.y != 0) ? below : -1;
+}
+
 template <int kBits, typename T, int kRows>
 __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps) kbit_gemv_kernel(const GemvParams p) {
   extern __shared__ float4 gemv_smem[];
+  __shared__ int2 expert_part[kWarpSize];   // grouped: the warps' parts of the expert search
   const int warps = blockDim.x / kWarpSize, warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
+  const bool grouped = p.E > 1;
+  const int row0 = blockIdx.y * kRows;   // the CTA's first activation row (grouped: kRows = 1)
   // Lane: K-tile `sub` of each warp step, column `col` of the strip, block `block` of the K-tile.
   const int sub = lane / (2 * kGemvCols), col = (lane / 2) % kGemvCols, block = lane & 1;
   const int n = blockIdx.x * kGemvCols + col;
   const bool has_col = n < p.n_pad;   // columns N..n_pad-1 exist (zero padding) and are not stored
   const int kt0 = warp * p.tiles_per_warp;
-  const int kt1 = cmin(kt0 + p.tiles_per_warp, p.k_tiles);       // kt0 >= kt1: no tiles
-  const int steps = kt1 > kt0 ? cdiv(kt1 - kt0, kGemvSub) : 0;    // step s: tiles kt0 + kGemvSub s + sub
+  const int kt1 = cmin(kt0 + p.tiles_per_warp, p.k_tiles);   // kt0 >= kt1: no tiles
+  int steps = kt1 > kt0 ? cdiv(kt1 - kt0, kGemvSub) : 0;     // step s: tiles kt0 + kGemvSub s + sub
   const int first = kt0 + sub;
 
-  // The lane's block in K-tile 0, and the steps to the next K-tile.
-  const int32_t* wsrc = p.b_packed + (size_t(n) * 2 + block) * kBits;
-  const uint8_t* ssrc = p.b_absmax + size_t(n) * 2 + block;
-  const size_t wstep = size_t(p.n_pad) * 2 * kBits, sstep = size_t(p.n_pad) * 2;
+  // The lane's block in K-tile 0 of expert 0, and the steps to the next K-tile.
+  const KbitLayout L{p.N, p.K, p.n_pad, p.k_tiles, kBits};
+  const int32_t* wsrc = p.b_packed + L.packed_row(0, 0, has_col ? n : 0) + block * kBits;
+  const uint8_t* ssrc = p.b_absmax + L.absmax_row(0, 0, has_col ? n : 0) + block;
+  const size_t wstep = L.packed_row(0, 1, 0), sstep = L.absmax_row(0, 1, 0);
 
   constexpr int kStages = gemv_stages(kBits);
   GemvStep<kBits> ring[kStages];
+  const auto issue_prologue = [&] {
 #pragma unroll
-  for (int d = 0; d < kStages; ++d) {
-    const int t = first + kGemvSub * d;
-    gemv_load(ring[d], wsrc + t * wstep, ssrc + t * sstep, has_col && t < kt1);
-  }
+    for (int d = 0; d < kStages; ++d) {
+      const int t = first + kGemvSub * d;
+      gemv_load(ring[d], wsrc + t * wstep, ssrc + t * sstep, has_col && t < kt1);
+    }
+  };
+  // Dense: the weight loads go out first; grouped: once the expert is known.
+  if (!grouped) issue_prologue();
 
   const float cb = __ldg(p.codebook + (lane & ((1 << kBits) - 1)));
-  // Warp 0 stores C: it checks the offsets (loaded now, used at the end).
+  // Dense: warp 0 stores C; it checks the offsets (loaded now, used at the end).
   int off0 = 0, off1 = p.M;
-  if (warp == 0) {
+  if (!grouped && warp == 0) {
     off0 = __ldg(p.offsets);
     off1 = __ldg(p.offsets + 1);
   }
+  if (grouped) gemv_expert_part(p, row0, warp, warps, lane, expert_part);
   const int act_tiles = gemv_act_tiles(p.tiles_per_warp);
   float* act = reinterpret_cast<float*>(gemv_smem) + size_t(warp) * act_tiles * kRows * kGemvTileFloats;
-  gemv_stage_activations<kBits, T, kRows>(p, act, kt0, kt1, act_tiles, lane);
+  gemv_stage_activations<kBits, T, kRows>(p, act, row0, kt0, kt1, act_tiles, lane);
   __syncwarp();
+  bool offsets_ok = off0 == 0 && off1 == p.M;   // (dense; warp 0's is the one used)
+  if (grouped) {
+    __syncthreads();   // the parts of the expert search
+    const int e = gemv_expert(expert_part, warps, lane);
+    offsets_ok = e >= 0;
+    if (offsets_ok) {
+      wsrc += L.packed_row(e, 0, 0);
+      ssrc += L.absmax_row(e, 0, 0);
+      issue_prologue();
+    } else {
+      steps = 0;   // nothing is read; warp 0 writes NaN
+    }
+  }
 
   float acc[kRows];
 #pragma unroll
@@ -303,7 +363,6 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
   // shuffles.
   if (warp == 0) {
     T* c = static_cast<T*>(p.c);
-    const bool bad_offsets = off0 != 0 || off1 != p.M;
     constexpr int kParts = kWarpSize / kGemvCols;
     const int part = lane / kGemvCols, cc = lane % kGemvCols, nn = blockIdx.x * kGemvCols + cc;
     const int per_part = cdiv(warps, kParts), w0 = part * per_part, w1 = cmin(w0 + per_part, warps);
@@ -314,8 +373,8 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
       for (int w = w0; w < w1; ++w) s += red[(w * kRows + r) * kGemvCols + cc];
 #pragma unroll
       for (int o = kGemvCols; o < kWarpSize; o *= 2) s += __shfl_xor_sync(0xffffffffu, s, o);
-      if (bad_offsets) s = __int_as_float(0x7fc00000);
-      if (part == 0 && r < p.M && nn < p.N) c[size_t(r) * p.N + nn] = Elem<T>::from_float(s);
+      if (!offsets_ok) s = __int_as_float(0x7fc00000);
+      if (part == 0 && row0 + r < p.M && nn < p.N) c[size_t(row0 + r) * p.N + nn] = Elem<T>::from_float(s);
     }
   }
 }

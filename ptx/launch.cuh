@@ -270,10 +270,28 @@ inline int wgmma_config_for(const kbit_api::KbitArgs& a, int mtiles, int sms) {
 #ifndef KBIT_GEMV_MAX_LOG2
 #define KBIT_GEMV_MAX_LOG2 24
 #endif
-inline bool gemv_applies(const kbit_api::KbitArgs& a) { return a.E == 1 && a.M == 1; }
-inline bool gemv_kernel_pays(const kbit_api::KbitArgs& a) {
-  return KBIT_GEMV_MAX_LOG2 > 0 && gemv_applies(a) && (long long)a.N * a.K < (1ll << KBIT_GEMV_MAX_LOG2);
+// Grouped layers: one CTA row per activation row (each reads its expert's
+// weights), for calls reading fewer than 2^KBIT_GEMV_GROUPED_MAX_LOG2 weights
+// that way (rows x N x K; 0: only when forced). H100, graph time, against the
+// choice by shape without it in the same runs (docs/results.md v28, two
+// rounds): faster at Qwen3-Coder-Next one token (gate/up 2^24.3: 11.0-11.1 vs
+// 14.1-14.2 us; down 2^23.3: 8.9-9.1 vs 10.2-10.5) and the 8-expert layer
+// (2^22: 4.8-5.0 vs 8.2); slower from 2^25.3 (down, four tokens: 21.6-21.9
+// vs 18.2-18.3), and much slower above.
+#ifndef KBIT_GEMV_GROUPED_MAX_LOG2
+#define KBIT_GEMV_GROUPED_MAX_LOG2 25
+#endif
+inline bool gemv_applies(const kbit_api::KbitArgs& a) {
+  return a.E == 1 ? a.M == 1 : a.M <= 65535;   // (grouped: the grid's second dimension)
 }
+inline bool gemv_kernel_pays(const kbit_api::KbitArgs& a) {
+  const long long weights = (long long)a.M * a.N * a.K;
+  const int log2_max = a.E == 1 ? KBIT_GEMV_MAX_LOG2 : KBIT_GEMV_GROUPED_MAX_LOG2;
+  return log2_max > 0 && gemv_applies(a) && weights < (1ll << log2_max);
+}
+// Activation rows per CTA (the kernel's kRows) and CTA rows of the grid.
+inline int gemv_cta_rows(const kbit_api::KbitArgs& a) { return a.E == 1 ? a.M : 1; }
+inline int gemv_grid_rows(const kbit_api::KbitArgs& a) { return a.E == 1 ? 1 : a.M; }
 
 // Calls f.template operator()<kBits, T, kRows>() with kRows = rows (only 1 is
 // built: see gemv_applies).
@@ -612,8 +630,8 @@ inline const char* encode_a_map(CUtensorMap* map, const kbit_api::KbitArgs& a, i
 #endif
 
 // Warps per CTA: the most (32, 16, 8, 4; at most kGemvMaxWarps) with which
-// every strip's CTA is resident at once (one wave) and every lane has a
-// K-tile, else 4. The K-tiles are split evenly among them. *fits = false (no
+// every CTA (strips x grouped rows) is resident at once (one wave) and every
+// lane has a K-tile, else 4. The K-tiles are split evenly among them. *fits = false (no
 // error) where the activations do not fit one CTA's shared memory (K * rows *
 // 4.5 bytes: K * rows above ~50 K): another kernel serves those.
 struct GemvPlanFn {
@@ -624,7 +642,8 @@ struct GemvPlanFn {
   template <int kBits, typename T, int kRows>
   const char* operator()() const {
     const void* kernel = reinterpret_cast<const void*>(&kbit_gemv_kernel<kBits, T, kRows>);
-    const int strips = cdiv(a.n_pad, kGemvCols), sms = sm_count(device);
+    const long long ctas = (long long)cdiv(a.n_pad, kGemvCols) * gemv_grid_rows(a);
+    const int sms = sm_count(device);
     *fits = false;
     for (const int warps : {32, 16, 8, 4}) {
       const int tiles = cdiv(a.k_tiles, warps);
@@ -636,10 +655,10 @@ struct GemvPlanFn {
       *fits = true;
       plan->gemv_warps = warps;
       plan->gemv_tiles = tiles;
-      if ((long long)strips <= (long long)per_sm * sms) break;
+      if (ctas <= (long long)per_sm * sms) break;
     }
     if (*fits) {
-      plan->grid = strips;
+      plan->grid = cdiv(a.n_pad, kGemvCols);   // (x; y: gemv_grid_rows)
       plan->workspace_floats = 0;
       plan->counters = 0;
     }
@@ -654,9 +673,10 @@ struct GemvRunFn {
   const char* operator()() const {
     GemvParams p;
     set_tensors(p, a);
-    p.M = a.M; p.N = a.N; p.K = a.K; p.n_pad = a.n_pad; p.k_tiles = a.k_tiles;
+    p.M = a.M; p.N = a.N; p.K = a.K; p.E = a.E; p.n_pad = a.n_pad; p.k_tiles = a.k_tiles;
     p.tiles_per_warp = plan.gemv_tiles;
-    kbit_gemv_kernel<kBits, T, kRows><<<plan.grid, plan.gemv_warps * kWarpSize,
+    const dim3 grid(plan.grid, gemv_grid_rows(a));
+    kbit_gemv_kernel<kBits, T, kRows><<<grid, plan.gemv_warps * kWarpSize,
                                         gemv_smem_bytes(plan.gemv_warps, plan.gemv_tiles, kRows), stream>>>(p);
     const cudaError_t err = cudaGetLastError();
     return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
@@ -722,7 +742,8 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.kernel == 5 || a.kernel == 0) {
     if (kbit::gemv_applies(a) && (a.kernel == 5 || kbit::gemv_kernel_pays(a))) {
       bool fits = false;
-      if (const char* err = kbit::kbit_gemv_dispatch(a.bits, a.bf16, a.M, kbit::GemvPlanFn{a, device, plan, &fits}))
+      if (const char* err = kbit::kbit_gemv_dispatch(a.bits, a.bf16, kbit::gemv_cta_rows(a),
+                                                     kbit::GemvPlanFn{a, device, plan, &fits}))
         return err;
       if (fits) return nullptr;
     }
@@ -761,7 +782,8 @@ const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, in
                           void* stream) {
   using kbit::Kernel, kbit::RunFn;
   const cudaStream_t st = static_cast<cudaStream_t>(stream);
-  if (plan.gemv_warps) return kbit::kbit_gemv_dispatch(a.bits, a.bf16, a.M, kbit::GemvRunFn{a, plan, st});
+  if (plan.gemv_warps)
+    return kbit::kbit_gemv_dispatch(a.bits, a.bf16, kbit::gemv_cta_rows(a), kbit::GemvRunFn{a, plan, st});
 #if KBIT_HAS_WGMMA
   if (plan.wgmma)
     return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan.mtiles, plan.wgmma,

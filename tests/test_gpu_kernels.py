@@ -182,14 +182,17 @@ def test_kbit_decode_split_tiles_same_bits(kernel, m, n, k, experts, monkeypatch
 
 
 @requires_sm80
-@pytest.mark.parametrize("m,n,k,experts", [(5, 4096, 8192, 1), (8, 4128, 8192, 1), (10, 1024, 512, 16)])
+@pytest.mark.parametrize("m,n,k,experts", [(5, 4096, 8192, 1), (8, 4128, 8192, 1), (40, 2048, 544, 16),
+                                           (10, 1000, 2048, 512)])
 def test_kbit_default_rule_decode_shapes(m, n, k, experts, monkeypatch):
     """Shapes the shape rule sends to the decode kernel since v26 (no kernel
     forced): dense layers of at least 2^25 weights at M = 5..8 (32-row warp
     tiles, the 8 activation rows in the ring stages; N = 4128 leaves a
-    partial tile) and a grouped layer of 2^22..2^24 active weights. Every run
-    passes the checker and gives the same bits (the decode kernel adds split
-    tiles in a fixed order)."""
+    partial tile) and a grouped layer of 2^25.4 weights over its rows; and
+    one it sends to the CUDA-core kernel since v28, a grouped layer of 2^24.3
+    (one token's routed experts of Qwen3-Coder-Next, a partial strip). Every
+    run passes the checker and gives the same bits (both kernels add their
+    parts in a fixed order)."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
     spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=4, dtype="float16", experts=experts, seed=11)
     _check_same_bits(generate(spec, "cuda"))
@@ -198,18 +201,22 @@ def test_kbit_default_rule_decode_shapes(m, n, k, experts, monkeypatch):
 @requires_sm80
 @pytest.mark.parametrize("bits", [2, 3, 4, 5])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
-@pytest.mark.parametrize("m,n,k", [(1, 1000, 4128), (1, 72, 96), (1, 520, 2080), (1, 4096, 2048), (1, 8, 32),
-                                   (1, 264, 16384), (1, 8, 53248), (3, 520, 2080)])
-def test_kbit_gemv_kernel(bits, dtype, m, n, k, monkeypatch):
+@pytest.mark.parametrize("experts,m,n,k", [(1, 1, 1000, 4128), (1, 1, 72, 96), (1, 1, 520, 2080), (1, 1, 4096, 2048),
+                                           (1, 1, 8, 32), (1, 1, 264, 16384), (1, 1, 8, 53248), (1, 3, 520, 2080),
+                                           (64, 10, 1000, 2080), (3, 20, 72, 96), (512, 4, 72, 1056)])
+def test_kbit_gemv_kernel(bits, dtype, experts, m, n, k, monkeypatch):
     """The CUDA-core kernel (KBIT_KERNEL=gemv) at every k and both dtypes: a
     last strip of 8 columns (N = 1000, 72, 8, 264), K % 64 == 32 (4128, 96,
     2080), fewer K-tiles than warps (K = 32, 96), many K-tiles per warp
-    (16384); and where it does not apply, so that the choice by shape runs:
-    K = 53248, whose fp32 activations do not fit one CTA's shared memory, and
-    M = 3. Every run passes the checker and gives the same bits (the warps'
-    sums are added in a fixed order)."""
+    (16384); grouped layers with mostly empty experts (64 and 512 experts:
+    the expert search spans several groups of 32 offsets per warp) and with
+    several rows per expert (3 experts, 20 rows); and where it does not
+    apply, so that the choice by shape runs: K = 53248, whose fp32
+    activations do not fit one CTA's shared memory, and dense M = 3. Every run
+    passes the checker and gives the same bits (the warps' sums are added in
+    a fixed order)."""
     monkeypatch.setenv("KBIT_KERNEL", "gemv")
-    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype=dtype, experts=1, seed=13)
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype=dtype, experts=experts, seed=13)
     _check_same_bits(generate(spec, "cuda"))
 
 
