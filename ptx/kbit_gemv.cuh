@@ -39,13 +39,13 @@
 //   blocks. The MMA kernels round weights to fp16/bf16 first; this one does not.
 //
 // * Grouped layers (mixture of experts): one CTA row per activation row
-//   (blockIdx.y), each reading the weights of that row's expert. Warp 0 finds
-//   the expert in the offsets (a count over all of them, which also checks
-//   that they partition the rows) while the warps stage their activations,
-//   and passes it on through shared memory at one CTA barrier; the weight
-//   loads follow. Rows routed to the same expert read its weights once each
-//   (from L2 where their CTAs run together), so the host takes this kernel
-//   only for calls with few rows (launch.cuh).
+//   (blockIdx.y), each reading the weights of that row's expert. The warps
+//   split the search for the expert in the offsets (a count over all of them,
+//   which also checks that they partition the rows), issued beside their
+//   activation loads; one CTA barrier joins the parts, then the weight loads
+//   go out. Rows routed to the same expert read its weights once each (from
+//   L2 where their CTAs run together), so the host takes this kernel only for
+//   calls with few rows (launch.cuh).
 //
 // Cost per weight and lane at k = 4, M = 1: 27/32 for the index words, 7/8
 // shifts, one SHFL, one FFMA and 1/4 shared load. The SHFL pipe (one warp
@@ -88,8 +88,8 @@ constexpr int kGemvTileFloats = 2 * kGemvHalfFloats;   // per K-tile and row
 
 struct GemvParams {
   const void* a;               // [M, K] fp16 / bf16
-  const int32_t* b_packed;     // [1, k_tiles, n_pad, 2, bits]
-  const uint8_t* b_absmax;     // [1, k_tiles, n_pad, 2]
+  const int32_t* b_packed;     // [E, k_tiles, n_pad, 2, bits]
+  const uint8_t* b_absmax;     // [E, k_tiles, n_pad, 2]
   const float* codebook;       // [2^bits]
   const int32_t* offsets;      // [E + 1]: must partition the rows, else C is all NaN (as in the other kernels)
   void* c;                     // [M, N]

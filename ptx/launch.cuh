@@ -631,9 +631,10 @@ inline const char* encode_a_map(CUtensorMap* map, const kbit_api::KbitArgs& a, i
 
 // Warps per CTA: the most (32, 16, 8, 4; at most kGemvMaxWarps) with which
 // every CTA (strips x grouped rows) is resident at once (one wave) and every
-// lane has a K-tile, else 4. The K-tiles are split evenly among them. *fits = false (no
-// error) where the activations do not fit one CTA's shared memory (K * rows *
-// 4.5 bytes: K * rows above ~50 K): another kernel serves those.
+// lane has a K-tile, else 4. The K-tiles are split evenly among them.
+// *fits = false (no error) where the activations do not fit one CTA's shared
+// memory (K * rows * 4.5 bytes: K * rows above ~50 K): another kernel serves
+// those.
 struct GemvPlanFn {
   const kbit_api::KbitArgs& a;
   int device;
