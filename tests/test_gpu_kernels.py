@@ -184,7 +184,7 @@ def test_kbit_decode_split_tiles_same_bits(kernel, m, n, k, experts, monkeypatch
 @requires_sm80
 @pytest.mark.parametrize("m,n,k,experts", [(5, 4096, 8192, 1), (8, 4128, 8192, 1), (40, 2048, 544, 16),
                                            (10, 1000, 2048, 512)])
-def test_kbit_default_rule_decode_shapes(m, n, k, experts, monkeypatch):
+def test_kbit_default_rule_shapes(m, n, k, experts, monkeypatch):
     """Shapes the shape rule sends to the decode kernel since v26 (no kernel
     forced): dense layers of at least 2^25 weights at M = 5..8 (32-row warp
     tiles, the 8 activation rows in the ring stages; N = 4128 leaves a
@@ -209,7 +209,7 @@ def test_kbit_gemv_kernel(bits, dtype, experts, m, n, k, monkeypatch):
     last strip of 8 columns (N = 1000, 72, 8, 264), K % 64 == 32 (4128, 96,
     2080), fewer K-tiles than warps (K = 32, 96), many K-tiles per warp
     (16384); grouped layers with mostly empty experts (64 and 512 experts:
-    the expert search spans several groups of 32 offsets per warp) and with
+    the expert search spans 3 and 17 groups of 32 offsets) and with
     several rows per expert (3 experts, 20 rows); and where it does not
     apply, so that the choice by shape runs: K = 53248, whose fp32
     activations do not fit one CTA's shared memory, and dense M = 3. Every run
