@@ -135,8 +135,8 @@ std::string validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::T
 // family); path 2: the mma.sync tiled kernel for every M; path 3: the decode
 // kernel wherever it applies; path 4: the same with 64-row warp tiles at every
 // shape; path 5: the wgmma tiled kernel for every M (sm90 family; elsewhere
-// path 0); path 6: the CUDA-core kernel wherever it applies (dense, M = 1;
-// elsewhere path 0). Paths 2..6 measure the crossover and test each kernel and
+// path 0); path 6: the CUDA-core kernel wherever it applies (dense M = 1 and
+// grouped calls; elsewhere path 0). Paths 2..6 measure the crossover and test each kernel and
 // tile size at every shape.
 // Returns "" after launching, or a validation message (nothing launched).
 std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at::Tensor codebook,

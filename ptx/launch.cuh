@@ -289,26 +289,16 @@ inline bool gemv_kernel_pays(const kbit_api::KbitArgs& a) {
   const int log2_max = a.E == 1 ? KBIT_GEMV_MAX_LOG2 : KBIT_GEMV_GROUPED_MAX_LOG2;
   return log2_max > 0 && gemv_applies(a) && weights < (1ll << log2_max);
 }
-// Activation rows per CTA (the kernel's kRows) and CTA rows of the grid.
-inline int gemv_cta_rows(const kbit_api::KbitArgs& a) { return a.E == 1 ? a.M : 1; }
+// CTA rows of the grid: one per activation row of a grouped call.
 inline int gemv_grid_rows(const kbit_api::KbitArgs& a) { return a.E == 1 ? 1 : a.M; }
 
-// Calls f.template operator()<kBits, T, kRows>() with kRows = rows (only 1 is
-// built: see gemv_applies).
+// Calls f.template operator()<kBits, T, kRows>() with kRows = 1, the only row
+// count built (a CTA takes one activation row: see gemv_applies).
 template <class F>
-const char* kbit_gemv_dispatch(int bits, int bf16, int rows, const F& f) {
-#define KBIT_GEMV_ROWS_(BITS, T)                                   \
-  switch (rows) {                                                  \
-    case 1: return f.template operator()<BITS, T, 1>();            \
-    default: return "kbit: the CUDA-core kernel takes 1 row";      \
-  }
-#define KBIT_GEMV_BITS_(BITS)                                        \
-  case BITS:                                                         \
-    if (bf16) {                                                      \
-      KBIT_GEMV_ROWS_(BITS, __nv_bfloat16)                           \
-    } else {                                                         \
-      KBIT_GEMV_ROWS_(BITS, __half)                                  \
-    }
+const char* kbit_gemv_dispatch(int bits, int bf16, const F& f) {
+#define KBIT_GEMV_BITS_(BITS)                                                            \
+  case BITS:                                                                             \
+    return bf16 ? f.template operator()<BITS, __nv_bfloat16, 1>() : f.template operator()<BITS, __half, 1>();
   switch (bits) {
     KBIT_GEMV_BITS_(2)
     KBIT_GEMV_BITS_(3)
@@ -317,7 +307,6 @@ const char* kbit_gemv_dispatch(int bits, int bf16, int rows, const F& f) {
     default: return "kbit: bits must be 2..5";
   }
 #undef KBIT_GEMV_BITS_
-#undef KBIT_GEMV_ROWS_
 }
 
 inline int kbit_pick_mtiles(int M, int E) {
@@ -743,8 +732,7 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.kernel == 5 || a.kernel == 0) {
     if (kbit::gemv_applies(a) && (a.kernel == 5 || kbit::gemv_kernel_pays(a))) {
       bool fits = false;
-      if (const char* err = kbit::kbit_gemv_dispatch(a.bits, a.bf16, kbit::gemv_cta_rows(a),
-                                                     kbit::GemvPlanFn{a, device, plan, &fits}))
+      if (const char* err = kbit::kbit_gemv_dispatch(a.bits, a.bf16, kbit::GemvPlanFn{a, device, plan, &fits}))
         return err;
       if (fits) return nullptr;
     }
@@ -784,7 +772,7 @@ const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, in
   using kbit::Kernel, kbit::RunFn;
   const cudaStream_t st = static_cast<cudaStream_t>(stream);
   if (plan.gemv_warps)
-    return kbit::kbit_gemv_dispatch(a.bits, a.bf16, kbit::gemv_cta_rows(a), kbit::GemvRunFn{a, plan, st});
+    return kbit::kbit_gemv_dispatch(a.bits, a.bf16, kbit::GemvRunFn{a, plan, st});
 #if KBIT_HAS_WGMMA
   if (plan.wgmma)
     return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan.mtiles, plan.wgmma,
