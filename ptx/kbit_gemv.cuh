@@ -82,6 +82,11 @@ static_assert(kGemvMaxWarps == 16 || kGemvMaxWarps == 32, "the launch bounds giv
 // 4 spill on sm_90a (64 registers; the k = 3 runs of docs/results.md v27 had
 // 4 stages and a 4-byte spill).
 constexpr int gemv_stages(int bits) { return bits == 5 || bits == 3 ? 3 : 4; }
+// Timeline hooks for scripts/gemv_bench.cu (GEMV_TIMELINE): mark i of the
+// CTA, taken by thread 0 once `dep` is computed. Empty in the extension.
+#ifndef KBIT_GEMV_MARK
+#define KBIT_GEMV_MARK(i, dep) do { } while (0)
+#endif
 constexpr int kGemvHalfFloats = 36; // fp32 activations per (K-tile, row, block): 32 + 4 of padding,
                                     // so the two blocks' 16-byte reads fall in different banks
 constexpr int kGemvTileFloats = 2 * kGemvHalfFloats;   // per K-tile and row
@@ -176,21 +181,40 @@ __device__ __forceinline__ void gemv_load(GemvStep<kBits>& st, const int32_t* w,
 // + block * kGemvHalfFloats + slot(e)]. Rows >= M, tiles >= kt1 (the rounding
 // to whole steps) and blocks past K are zero: their lanes load zero planes and
 // scales, and a zero scale times garbage could be NaN.
+// A lane takes 16-byte chunks (8 elements) c = lane, lane + 32, ... of the
+// rows' chunks, two at a time: load() issues their loads, store() converts and
+// stores them, one round trip per two. The first two can be loaded early
+// (grouped: beside the expert search, stored before the weight loads go out,
+// so that they are not queued behind them).
 template <int kBits, typename T, int kRows>
-__device__ __forceinline__ void gemv_stage_activations(const GemvParams& p, float* act, int row0, int kt0, int kt1,
-                                                       int tiles, int lane) {
-  using Fl = GemvFields<kBits>;
-  const int chunks = tiles * (kTileK / 8);   // 16-byte chunks (8 elements) per row
+struct GemvActStager {
+  static constexpr int kBatch = 2;
+  const T* a;                   // activations [M, K]
+  int M, K;
+  float* act;
+  int row0, kt0, kt1, chunks;   // chunks per row
+  uint4 v[kBatch];
+
+  __device__ __forceinline__ int total() const { return kRows * chunks; }
+  __device__ __forceinline__ void load(int c0) {
 #pragma unroll
-  for (int r = 0; r < kRows; ++r) {
-    const T* row = static_cast<const T*>(p.a) + size_t(row0 + r) * p.K;
-    for (int c = lane; c < chunks; c += kWarpSize) {
-      const int tile = c >> 3, block = (c >> 2) & 1, e0 = (c & 3) * 8;
-      const int k = (kt0 + tile) * kTileK + block * kBlock + e0;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (row0 + r < p.M && kt0 + tile < kt1 && k < p.K) v = __ldg(reinterpret_cast<const uint4*>(row + k));
+    for (int u = 0; u < kBatch; ++u) {
+      const int c = c0 + u * kWarpSize, r = kRows == 1 ? 0 : c / chunks, cc = c - r * chunks;
+      const int tile = cc >> 3, k = (kt0 + tile) * kTileK + ((cc >> 2) & 1) * kBlock + (cc & 3) * 8;
+      v[u] = make_uint4(0, 0, 0, 0);
+      if (c < total() && row0 + r < M && kt0 + tile < kt1 && k < K)
+        v[u] = __ldg(reinterpret_cast<const uint4*>(a + size_t(row0 + r) * K + k));
+    }
+  }
+  __device__ __forceinline__ void store(int c0) const {
+    using Fl = GemvFields<kBits>;
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int c = c0 + u * kWarpSize, r = kRows == 1 ? 0 : c / chunks, cc = c - r * chunks;
+      if (c >= total()) break;
+      const int tile = cc >> 3, block = (cc >> 2) & 1, e0 = (cc & 3) * 8;
       float* dst = act + (tile * kRows + r) * kGemvTileFloats + block * kGemvHalfFloats;
-      const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+      const uint32_t words[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const float2 f = Elem<T>::unpack(words[i]);
@@ -199,7 +223,14 @@ __device__ __forceinline__ void gemv_stage_activations(const GemvParams& p, floa
       }
     }
   }
-}
+  // The chunks after the first two (lane's first chunk: c0 = lane).
+  __device__ __forceinline__ void rest(int lane) {
+    for (int c0 = lane + kBatch * kWarpSize; c0 < total(); c0 += kBatch * kWarpSize) {
+      load(c0);
+      store(c0);
+    }
+  }
+};
 
 // Sum over one block: sum[r] += value(index of weight e) * act[r][e] for the
 // block's 32 weights. `act` points at row 0 of the block's activations.
@@ -237,15 +268,30 @@ __device__ __forceinline__ void gemv_block(const uint32_t (&planes)[kBits], floa
 // Lane 0 stores {count, ok} for gemv_expert, after a CTA barrier.
 __device__ __forceinline__ void gemv_expert_part(const GemvParams& p, int row, int warp, int warps, int lane,
                                                  int2* part) {
+  constexpr int kBatch = 4;   // groups of 32 offsets a lane loads before it uses any
+  const int stride = warps * kWarpSize;
   int below = 0;
   bool ok = true;
-#pragma unroll 4
-  for (int i = 1 + warp * kWarpSize + lane; i <= p.E; i += warps * kWarpSize) {
-    const int o = __ldg(p.offsets + i);
-    below += o <= row;
-    ok = ok && o >= __ldg(p.offsets + i - 1);
+  if (warp == 0 && lane == 0) ok = __ldg(p.offsets) == 0 && __ldg(p.offsets + p.E) == p.M;
+  // Each offset is loaded once: lane l compares offsets[i] with lane l - 1's
+  // offsets[i - 1] (lane 0 loads its own). Past E an offset reads as 2^31 - 1:
+  // above every row and never below its predecessor. No load waits on an
+  // earlier one's value, so a lane's loads of a batch go out together.
+  for (int i0 = 1 + warp * kWarpSize; i0 <= p.E; i0 += kBatch * stride) {   // (warp-uniform)
+    int o[kBatch], first_prev[kBatch];
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int i = i0 + u * stride + lane;
+      o[u] = i <= p.E ? __ldg(p.offsets + i) : 0x7fffffff;
+      first_prev[u] = lane == 0 && i <= p.E ? __ldg(p.offsets + i - 1) : 0;
+    }
+#pragma unroll
+    for (int u = 0; u < kBatch; ++u) {
+      const int up = __shfl_up_sync(0xffffffffu, o[u], 1);
+      below += o[u] <= row;
+      ok &= o[u] >= (lane == 0 ? first_prev[u] : up);
+    }
   }
-  if (warp == 0 && lane == 0) ok = ok && __ldg(p.offsets) == 0 && __ldg(p.offsets + p.E) == p.M;
   below = __reduce_add_sync(0xffffffffu, below);
   ok = __all_sync(0xffffffffu, ok);
   if (lane == 0) part[warp] = make_int2(below, ok ? 1 : 0);
@@ -263,32 +309,34 @@ template <int kBits, typename T, int kRows>
 __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps) kbit_gemv_kernel(const GemvParams p) {
   extern __shared__ float4 gemv_smem[];
   __shared__ int2 expert_part[kWarpSize];   // grouped: the warps' parts of the expert search
+  KBIT_GEMV_MARK(0, 0);
   const int warps = blockDim.x / kWarpSize, warp = threadIdx.x / kWarpSize, lane = threadIdx.x % kWarpSize;
   const bool grouped = p.E > 1;
   const int row0 = blockIdx.y * kRows;   // the CTA's first activation row (grouped: kRows = 1)
   // Lane: K-tile `sub` of each warp step, column `col` of the strip, block `block` of the K-tile.
   const int sub = lane / (2 * kGemvCols), col = (lane / 2) % kGemvCols, block = lane & 1;
   const int n = blockIdx.x * kGemvCols + col;
-  const bool has_col = n < p.n_pad;   // columns N..n_pad-1 exist (zero padding) and are not stored
+  // (n < n_pad always: n_pad is a multiple of 128, the grid covers it exactly.
+  // Columns N..n_pad-1 exist, zero padding, and are not stored.)
   const int kt0 = warp * p.tiles_per_warp;
   const int kt1 = cmin(kt0 + p.tiles_per_warp, p.k_tiles);   // kt0 >= kt1: no tiles
   int steps = kt1 > kt0 ? cdiv(kt1 - kt0, kGemvSub) : 0;     // step s: tiles kt0 + kGemvSub s + sub
   const int first = kt0 + sub;
 
-  // The lane's block in K-tile 0 of expert 0, and the steps to the next K-tile.
+  // The lane's block in its first K-tile (of expert 0), and the distance to
+  // the next step's, in 32-bit offsets (gemv_applies: an expert's plane
+  // words number under 2^31).
   const KbitLayout L{p.N, p.K, p.n_pad, p.k_tiles, kBits};
-  const int32_t* wsrc = p.b_packed + L.packed_row(0, 0, has_col ? n : 0) + block * kBits;
-  const uint8_t* ssrc = p.b_absmax + L.absmax_row(0, 0, has_col ? n : 0) + block;
-  const size_t wstep = L.packed_row(0, 1, 0), sstep = L.absmax_row(0, 1, 0);
+  const int32_t* wsrc = p.b_packed + L.packed_row(0, first, n) + block * kBits;
+  const uint8_t* ssrc = p.b_absmax + L.absmax_row(0, first, n) + block;
+  const uint32_t wstride = uint32_t(L.packed_row(0, kGemvSub, 0)), sstride = uint32_t(L.absmax_row(0, kGemvSub, 0));
 
   constexpr int kStages = gemv_stages(kBits);
   GemvStep<kBits> ring[kStages];
   const auto issue_prologue = [&] {
 #pragma unroll
-    for (int d = 0; d < kStages; ++d) {
-      const int t = first + kGemvSub * d;
-      gemv_load(ring[d], wsrc + t * wstep, ssrc + t * sstep, has_col && t < kt1);
-    }
+    for (int d = 0; d < kStages; ++d)
+      gemv_load(ring[d], wsrc + d * wstride, ssrc + d * sstride, first + kGemvSub * d < kt1);
   };
   // Dense: the weight loads go out first; grouped: once the expert is known.
   if (!grouped) issue_prologue();
@@ -300,15 +348,20 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
     off0 = __ldg(p.offsets);
     off1 = __ldg(p.offsets + 1);
   }
-  if (grouped) gemv_expert_part(p, row0, warp, warps, lane, expert_part);
-  const int act_tiles = gemv_act_tiles(p.tiles_per_warp);
-  float* act = reinterpret_cast<float*>(gemv_smem) + size_t(warp) * act_tiles * kRows * kGemvTileFloats;
-  gemv_stage_activations<kBits, T, kRows>(p, act, row0, kt0, kt1, act_tiles, lane);
-  __syncwarp();
   bool offsets_ok = off0 == 0 && off1 == p.M;   // (dense; warp 0's is the one used)
+  const int act_tiles = gemv_act_tiles(p.tiles_per_warp);
+  float* const act = reinterpret_cast<float*>(gemv_smem) + size_t(warp) * act_tiles * kRows * kGemvTileFloats;
+  GemvActStager<kBits, T, kRows> stager{static_cast<const T*>(p.a), p.M, p.K, act, row0, kt0, kt1,
+                                        act_tiles * (kTileK / 8)};
+  stager.load(lane);
   if (grouped) {
+    // The expert search's loads go out beside the first activation loads;
+    // those are stored before the expert's weight loads go out (one round
+    // trip for both, then the weights').
+    gemv_expert_part(p, row0, warp, warps, lane, expert_part);
     __syncthreads();   // the parts of the expert search
     const int e = gemv_expert(expert_part, warps, lane);
+    stager.store(lane);
     offsets_ok = e >= 0;
     if (offsets_ok) {
       wsrc += L.packed_row(e, 0, 0);
@@ -316,32 +369,48 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
       issue_prologue();
     } else {
       steps = 0;   // nothing is read; warp 0 writes NaN
+#pragma unroll
+      for (int d = 0; d < kStages; ++d) ring[d] = GemvStep<kBits>{};   // (both branches set the ring: it is
+                                                                       // dead across the search; sm_100a spills else)
     }
+    KBIT_GEMV_MARK(6, steps);   // expert known, weight loads issued
+  } else {
+    stager.store(lane);
   }
+  stager.rest(lane);
+  __syncwarp();
+  KBIT_GEMV_MARK(1, steps);   // activations staged
 
   float acc[kRows];
 #pragma unroll
   for (int r = 0; r < kRows; ++r) acc[r] = 0.f;
+  // Step s: the lane's block and its activations (the warp step's K-tiles are
+  // kGemvSub apart). Each ring slot is summed, then refilled with the step
+  // kStages ahead.
+  constexpr int kActStride = kGemvSub * kRows * kGemvTileFloats;
+  const float* act_lane = stager.act + sub * kRows * kGemvTileFloats + block * kGemvHalfFloats;
   for (int base = 0; base < steps; base += kStages) {
+    const float* act_base = act_lane + base * kActStride;
+    const uint32_t ahead = uint32_t(base + kStages);   // the step the refills start at
 #pragma unroll
     for (int d = 0; d < kStages; ++d) {
       const int s = base + d;
       if (s >= steps) break;   // warp-uniform
-      const GemvStep<kBits> cur = ring[d];
-      if (s + kStages < steps) {
-        const int t = first + kGemvSub * (s + kStages);
-        gemv_load(ring[d], wsrc + t * wstep, ssrc + t * sstep, has_col && t < kt1);
-      }
       float sum[kRows];
 #pragma unroll
       for (int r = 0; r < kRows; ++r) sum[r] = 0.f;
-      gemv_block<kBits, kRows>(
-          cur.w, cb, act + (kGemvSub * s + sub) * kRows * kGemvTileFloats + block * kGemvHalfFloats, sum);
-      const float scale = e4m4_from_bits(cur.s << 19);   // (the byte: no mask needed)
+      gemv_block<kBits, kRows>(ring[d].w, cb, act_base + d * kActStride, sum);
+      const float scale = e4m4_from_bits(ring[d].s << 19);   // (the byte: no mask needed)
 #pragma unroll
       for (int r = 0; r < kRows; ++r) acc[r] = fmaf(scale, sum[r], acc[r]);
+      if (s + kStages < steps)
+        gemv_load(ring[d], wsrc + (ahead + d) * wstride, ssrc + (ahead + d) * sstride,
+                  kGemvSub == 1 || first + kGemvSub * (s + kStages) < kt1);   // (s + kStages < steps:
+                                                                                // in range for sub 0)
+      if (s == 0) KBIT_GEMV_MARK(2, acc[0]);   // first step summed
     }
   }
+  KBIT_GEMV_MARK(3, acc[0]);   // main loop left
 
   // The two blocks of a column and the K-tiles of a step (lanes 2 col +
   // block + 2 kGemvCols sub), then the warps. fp32 addition commutes, so both
@@ -358,6 +427,7 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
     for (int r = 0; r < kRows; ++r) red[(warp * kRows + r) * kGemvCols + col] = acc[r];
   }
   __syncthreads();
+  KBIT_GEMV_MARK(4, 0);   // every warp's sums stored
   // Warp 0 adds the warps' sums: lane kGemvCols q + c takes column c and the
   // q-th contiguous part of the warps, in warp order; the parts meet by
   // shuffles.
@@ -377,6 +447,7 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
       if (part == 0 && row0 + r < p.M && nn < p.N) c[size_t(row0 + r) * p.N + nn] = Elem<T>::from_float(s);
     }
   }
+  KBIT_GEMV_MARK(5, 0);
 }
 
 }  // namespace kbit

@@ -282,7 +282,10 @@ inline int wgmma_config_for(const kbit_api::KbitArgs& a, int mtiles, int sms) {
 #define KBIT_GEMV_GROUPED_MAX_LOG2 25
 #endif
 inline bool gemv_applies(const kbit_api::KbitArgs& a) {
-  return a.E == 1 ? a.M == 1 : a.M <= 65535;   // (grouped: the grid's second dimension)
+  // (grouped: the grid's second dimension; the kernel steps through an
+  // expert's plane words with 32-bit offsets)
+  const bool offsets_fit = (long long)a.k_tiles * a.n_pad * 2 * a.bits < (1ll << 31);
+  return offsets_fit && (a.E == 1 ? a.M == 1 : a.M <= 65535);
 }
 inline bool gemv_kernel_pays(const kbit_api::KbitArgs& a) {
   const long long weights = (long long)a.M * a.N * a.K;
