@@ -1,6 +1,8 @@
 // bench_util.cuh — what the standalone nvcc-built tools in scripts/ share
-// (nvfp4_bench.cu, l2_flush_check.cu, stream_probe.cu; racecheck_probe.cu uses
-// CK only; built with -Iptx): the CK macro, the L2 flush and an event-timed median.
+// (nvfp4_bench.cu, gemv_bench.cu, l2_flush_check.cu, stream_probe.cu;
+// racecheck_probe.cu uses CK only; built with -Iptx, included after a family
+// header): the CK macro, the L2 flush, a plain streaming read, an event-timed
+// median and graph capture / replay timing.
 #pragma once
 
 #include <algorithm>
@@ -34,6 +36,27 @@ __global__ void flush_l2_kernel(const uint4* p, size_t n, unsigned* sink) {
   if (x == 0x9e3779b9u) *sink = x;   // keeps the loads
 }
 
+// Plain read of n 16-byte words (L1::no_allocate, as the kernels stream
+// weights), four independent loads per thread and step: the reference a
+// kernel's time is compared with in the same run.
+__global__ void plain_read_kernel(const uint4* p, size_t n, unsigned* sink) {
+  uint32_t x = 0;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) v[u] = kbit::ptx::ld_global_nc_na_v4(p + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+  }
+  for (; i < n; i += stride) {   // the n % (4 * stride) tail
+    const uint4 v = kbit::ptx::ld_global_nc_na_v4(p + i);
+    x ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (x == 0x9e3779b9u) *sink = x;   // keeps the loads
+}
+
 // Median time in microseconds (CUDA events) of launch(), each run after
 // before() (e.g. an L2 flush, outside the timed span); 3 untimed runs first.
 template <class Before, class Launch>
@@ -56,4 +79,42 @@ float median_event_us(Before before, Launch launch, int reps) {
   }
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// A CUDA graph of `iters` captured iterations of body(r) on stream st (e.g. an
+// L2 flush, then the call under test). Timing a graph replay leaves out the
+// host's launch cost, as eval/run.py --graph does.
+template <class Body>
+cudaGraphExec_t capture_graph(cudaStream_t st, int iters, Body body) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  for (int r = 0; r < iters; ++r) body(r);
+  CK(cudaStreamEndCapture(st, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  CK(cudaGraphDestroy(g));
+  return ge;
+}
+
+// Time per iteration in microseconds of a graph of `iters` iterations: the
+// median of 7 replays after one untimed replay.
+inline double median_graph_us(cudaGraphExec_t ge, cudaStream_t st, int iters) {
+  static cudaEvent_t e0 = nullptr, e1 = nullptr;
+  if (!e0) {
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+  }
+  std::vector<float> t;
+  CK(cudaGraphLaunch(ge, st));
+  for (int i = 0; i < 7; ++i) {
+    CK(cudaEventRecord(e0, st));
+    CK(cudaGraphLaunch(ge, st));
+    CK(cudaEventRecord(e1, st));
+    CK(cudaEventSynchronize(e1));
+    float ms;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms * 1000.f / iters);
+  }
+  std::sort(t.begin(), t.end());
+  return double(t[3]);
 }

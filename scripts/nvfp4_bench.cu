@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "sm90.cuh"
-#include "bench_util.cuh"   // CK, flush_l2_kernel, median_event_us
+#include "bench_util.cuh"   // CK, flush_l2_kernel, plain_read_kernel, median_event_us
 #include "nvfp4_gemv.cuh"
 #define KBIT_STR2(x) #x
 #define KBIT_STR(x) KBIT_STR2(x)
@@ -32,25 +32,6 @@ namespace old {
 }  // namespace old
 }  // namespace kbit
 #endif
-
-__global__ void read_kernel(const uint4* p, size_t n, unsigned* sink) {
-  // four independent 16-byte loads per thread per step (n % 4 tail included)
-  uint32_t x = 0;
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    uint4 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) v[u] = kbit::ptx::ld_global_nc_na_v4(p + i + u * stride);
-#pragma unroll
-    for (int u = 0; u < 4; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
-  }
-  for (; i < n; i += stride) {
-    const uint4 v = kbit::ptx::ld_global_nc_na_v4(p + i);
-    x ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (x == 0x9e3779b9u) *sink = x;   // keeps the loads
-}
 
 // a's bytes read in the kernel's order, without arithmetic: warp w of a CTA
 // streams rows row_begin + w, + 8, ... (lane: 16-byte chunks lane, lane + 32,
@@ -203,12 +184,12 @@ int main() {
     const size_t rd_n = size_t(bytes) / 16;
     CK(cudaMalloc(&rd, rd_n * 16));
     CK(cudaMemset(rd, 0, rd_n * 16));
-    const float t_read = bench.median_us([&] { read_kernel<<<sms * 4, 512>>>(rd, rd_n, bench.sink); });
+    const float t_read = bench.median_us([&] { plain_read_kernel<<<sms * 4, 512>>>(rd, rd_n, bench.sink); });
     std::printf("\nm=%d k=%d l=%d: %.1f MB; plain 16-byte read of the same bytes %.2f us (%.0f GB/s)\n", m, k, l,
                 bytes / 1e6, t_read, bytes / t_read / 1e3);
     {  // a's bytes alone: a plain read, the kernel's row order, CTA-per-row order
       const double ab = double(a.size());
-      const float t_plain = bench.median_us([&] { read_kernel<<<sms * 4, 512>>>(rd, a.size() / 16, bench.sink); });
+      const float t_plain = bench.median_us([&] { plain_read_kernel<<<sms * 4, 512>>>(rd, a.size() / 16, bench.sink); });
       const int gx = kbit::nvfp4_ctas_per_batch(m, l, sms * 4);
       const float t_rows = bench.median_us([&] { rows_read_kernel<false><<<dim3(gx, l), 256>>>(da, m, kb, bench.sink); });
       const float t_cta = bench.median_us([&] { rows_read_kernel<true><<<dim3(gx, l), 256>>>(da, m, kb, bench.sink); });

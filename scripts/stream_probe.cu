@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "sm90.cuh"
-#include "bench_util.cuh"   // CK, flush_l2_kernel
+#include "bench_util.cuh"   // CK, flush_l2_kernel, capture_graph, median_graph_us
 
 using namespace kbit;
 
@@ -255,40 +255,16 @@ int main(int argc, char** argv) {
     else flush_l2_kernel<<<sms * 4, 256, 0, st>>>(reinterpret_cast<const uint4*>(flush), flush_bytes / 16, out + 1);
   };
   printf("L2 flush: %s 256 MB\n", dirty ? "memset (dirty lines)" : "read (clean lines)");
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
   const int R = 20;
 
   auto graph_of = [&](auto body) {
-    cudaGraph_t g;
-    cudaGraphExec_t ge;
-    CK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-    for (int r = 0; r < R; ++r) {
+    return capture_graph(st, R, [&](int r) {
       flush_l2(r);
       CK(cudaMemsetAsync(counter, 0, 8, st));   // every graph has it: the dyn variants' counter
       body();
-    }
-    CK(cudaStreamEndCapture(st, &g));
-    CK(cudaGraphInstantiate(&ge, g, 0));
-    CK(cudaGraphDestroy(g));
-    return ge;
+    });
   };
-  auto time_graph = [&](cudaGraphExec_t ge) {
-    std::vector<float> t;
-    CK(cudaGraphLaunch(ge, st));
-    for (int i = 0; i < 7; ++i) {
-      CK(cudaEventRecord(e0, st));
-      CK(cudaGraphLaunch(ge, st));
-      CK(cudaEventRecord(e1, st));
-      CK(cudaEventSynchronize(e1));
-      float ms;
-      CK(cudaEventElapsedTime(&ms, e0, e1));
-      t.push_back(ms * 1000.f / R);
-    }
-    std::sort(t.begin(), t.end());
-    return double(t[3]);
-  };
+  auto time_graph = [&](cudaGraphExec_t ge) { return median_graph_us(ge, st, R); };
   cudaGraphExec_t g_flush = graph_of([] {});
   const double t_flush = time_graph(g_flush);
 

@@ -67,12 +67,14 @@ def test_compile_mode_exit_code_on_planted_error(tmp_path, monkeypatch):
 
 
 @needs_nvcc
-@pytest.mark.parametrize("tool", ["nvfp4_bench", "l2_flush_check", "stream_probe", "racecheck_probe"])
+@pytest.mark.parametrize("tool", ["nvfp4_bench", "gemv_bench", "l2_flush_check", "stream_probe", "racecheck_probe"])
 def test_standalone_tool_compiles(tool, tmp_path):
-    """The standalone tools in scripts/ (nvfp4 tuning, the L2 flush check, the
-    streaming probe, the racecheck probe; they share scripts/bench_util.cuh)
-    build against the current ptx/ headers, so they cannot silently rot."""
-    proc = subprocess.run(["nvcc", "-O1", "-std=c++17", "-arch=sm_90a", f"-I{ROOT / 'ptx'}",
+    """The standalone tools in scripts/ (nvfp4 and CUDA-core kernel tuning, the
+    L2 flush check, the streaming probe, the racecheck probe; they share
+    scripts/bench_util.cuh) build against the current ptx/ headers, so they
+    cannot silently rot."""
+    proc = subprocess.run(["nvcc", "-O1", "-std=c++17", "-arch=sm_90a", "--expt-relaxed-constexpr",
+                           f"-I{ROOT / 'ptx'}", f"-I{ROOT / 'scripts'}",
                            "-o", str(tmp_path / tool), str(ROOT / "scripts" / f"{tool}.cu")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
