@@ -39,7 +39,6 @@ struct KbitPlan {
                              // of 8 MMA warps and one CTA each (launch.cuh wgmma_config_for)
   int gemv_warps;            // the CUDA-core kernel (kbit_gemv.cuh): warps per CTA (0: not used)
   int gemv_tiles;            // and K-tiles per warp
-  int gemv_strips;           // and strips of 16 columns per CTA
 };
 
 // Both return nullptr on success, else a description of the error.

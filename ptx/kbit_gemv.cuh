@@ -10,10 +10,8 @@
 // table, no split-tile protocol, no workspace; its first weight loads leave
 // the SM a few instructions after the kernel starts.
 //
-// * Work. A CTA owns a strip of 16 output columns over all of K (grouped
-//   calls: 1, 2 or 4 strips, its warps split evenly between them, see
-//   gemv_plan); a strip's warps split the K-tiles into contiguous ranges.
-//   Lane l reads block l % 2 of
+// * Work. A CTA owns a strip of 16 output columns over all of K; its warps
+//   split the K-tiles into contiguous ranges. Lane l reads block l % 2 of
 //   column l / 2 in each K-tile, so one warp load covers one K-tile of the
 //   strip: 32 consecutive blocks of the tiled layout, 128 k contiguous bytes
 //   (512 at k = 4). (With KBIT_GEMV_COLS=8 a warp step takes two K-tiles of 8
@@ -80,16 +78,6 @@ constexpr int kGemvSub = kWarpSize / (2 * kGemvCols);   // K-tiles per warp step
 #endif
 constexpr int kGemvMaxWarps = KBIT_GEMV_MAX_WARPS;
 static_assert(kGemvMaxWarps == 16 || kGemvMaxWarps == 32, "the launch bounds give 64 registers for 16 or 32");
-// Strips per CTA in grouped calls, at most (gemv_plan picks 1, 2 or 4):
-// the CTA's warps split into that many groups, each taking one strip over
-// all of K, so one expert search serves several strips and the grid has
-// that many times fewer CTAs. KBIT_GEMV_MAX_STRIPS=1 for A/B runs (v29's
-// one strip per CTA).
-#ifndef KBIT_GEMV_MAX_STRIPS
-#define KBIT_GEMV_MAX_STRIPS 4
-#endif
-constexpr int kGemvMaxStrips = KBIT_GEMV_MAX_STRIPS;
-static_assert(kGemvMaxStrips == 1 || kGemvMaxStrips == 2 || kGemvMaxStrips == 4, "1, 2 or 4 strips");
 // K-tiles a lane keeps in flight (register ring): 3 at k = 3 and 5, whose
 // 4 spill on sm_90a (64 registers; the k = 3 runs of docs/results.md v27 had
 // 4 stages and a 4-byte spill).
@@ -111,8 +99,7 @@ struct GemvParams {
   const int32_t* offsets;      // [E + 1]: must partition the rows, else C is all NaN (as in the other kernels)
   void* c;                     // [M, N]
   int M, N, K, E, n_pad, k_tiles;
-  int tiles_per_warp;          // contiguous K-tiles per warp (the last warps of a strip may have fewer or none)
-  int strips;                  // strips per CTA (gemv_plan; dense: 1)
+  int tiles_per_warp;          // contiguous K-tiles per warp (the last warps may have fewer or none)
 };
 
 // K-tiles of activations a warp stages: its range rounded up to whole steps.
@@ -123,44 +110,6 @@ __host__ __device__ constexpr int gemv_act_tiles(int tiles_per_warp) {
 __host__ __device__ constexpr size_t gemv_smem_bytes(int warps, int tiles_per_warp, int rows) {
   return (size_t(warps) * gemv_act_tiles(tiles_per_warp) * rows * kGemvTileFloats +
           size_t(warps) * rows * kGemvCols) * 4;
-}
-
-// The launch shape of a call (host side; launch.cuh and scripts/gemv_bench.cu).
-struct GemvShape {
-  int warps = 0;    // per CTA; 0: no shape fits (the activations exceed shared memory)
-  int tiles = 0;    // K-tiles per warp
-  int strips = 1;   // strips per CTA
-};
-// For each strip count (grouped: 1, 2, 4; dense: 1), the most warps per CTA
-// (32 ... 4, at most kGemvMaxWarps) with which every CTA is resident at once,
-// else 4. Of those, the most strips whose busiest SM gets at most 5 % more
-// warp K-tiles than with one strip: fewer CTAs then cost nothing in balance
-// and save expert searches and CTA waves (v29: Qwen3-Coder-Next down, one
-// token, 1280 CTAs of one strip in two waves against 640 of two strips in
-// one: 7.6 -> 6.95 us; gate/up, where two strips would put 192 warp K-tiles
-// on the busiest SM instead of 160: 9.6 -> 10.6). `resident(warps, smem)`
-// gives the CTAs an SM holds (0: the shape does not fit).
-template <class Resident>
-GemvShape gemv_plan(int n_pad, int k_tiles, int rows, int E, int sms, Resident resident) {
-  GemvShape best;
-  long long base_load = 0;
-  for (int strips = 1; strips <= (E > 1 ? kGemvMaxStrips : 1); strips *= 2) {
-    const long long ctas = (long long)(n_pad / kGemvCols / strips) * rows;   // (n_pad / 16 divides by 8)
-    GemvShape s;
-    for (const int warps : {32, 16, 8, 4}) {
-      const int tiles = cdiv(k_tiles, warps / strips);
-      if (warps > kGemvMaxWarps || (warps > 4 && tiles < kGemvSub)) continue;
-      const int per_sm = resident(warps, gemv_smem_bytes(warps, tiles, 1));
-      if (per_sm <= 0) continue;
-      s = GemvShape{warps, tiles, strips};
-      if (ctas <= (long long)per_sm * sms) break;
-    }
-    if (s.warps == 0) break;   // more strips only take more K-tiles per warp
-    const long long load = (ctas + sms - 1) / sms * s.warps * s.tiles;   // warp K-tiles on the busiest SM
-    if (strips == 1) base_load = load;
-    if (strips == 1 || load * 20 <= base_load * 21) best = s;
-  }
-  return best;
 }
 
 // The index-field layout of k-bit weights (see the header).
@@ -366,13 +315,10 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
   const int row0 = blockIdx.y * kRows;   // the CTA's first activation row (grouped: kRows = 1)
   // Lane: K-tile `sub` of each warp step, column `col` of the strip, block `block` of the K-tile.
   const int sub = lane / (2 * kGemvCols), col = (lane / 2) % kGemvCols, block = lane & 1;
-  // The warp's strip of the CTA's `strips`, and its place among the strip's warps.
-  const int strips = p.strips, strip_warps = warps / strips;
-  const int strip = warp / strip_warps, kwarp = warp - strip * strip_warps;
-  const int n = (blockIdx.x * strips + strip) * kGemvCols + col;
+  const int n = blockIdx.x * kGemvCols + col;
   // (n < n_pad always: n_pad is a multiple of 128, the grid covers it exactly.
   // Columns N..n_pad-1 exist, zero padding, and are not stored.)
-  const int kt0 = kwarp * p.tiles_per_warp;
+  const int kt0 = warp * p.tiles_per_warp;
   const int kt1 = cmin(kt0 + p.tiles_per_warp, p.k_tiles);   // kt0 >= kt1: no tiles
   int steps = kt1 > kt0 ? cdiv(kt1 - kt0, kGemvSub) : 0;     // step s: tiles kt0 + kGemvSub s + sub
   const int first = kt0 + sub;
@@ -482,15 +428,14 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
   }
   __syncthreads();
   KBIT_GEMV_MARK(4, 0);   // every warp's sums stored
-  // Warp s < strips adds strip s's warps' sums: lane kGemvCols q + c takes
-  // column c and the q-th contiguous part of the strip's warps, in warp
-  // order; the parts meet by shuffles.
-  if (warp < strips) {
+  // Warp 0 adds the warps' sums: lane kGemvCols q + c takes column c and the
+  // q-th contiguous part of the warps, in warp order; the parts meet by
+  // shuffles.
+  if (warp == 0) {
     T* c = static_cast<T*>(p.c);
     constexpr int kParts = kWarpSize / kGemvCols;
-    const int part = lane / kGemvCols, cc = lane % kGemvCols, nn = (blockIdx.x * strips + warp) * kGemvCols + cc;
-    const int per_part = cdiv(strip_warps, kParts), w0 = warp * strip_warps + part * per_part;
-    const int w1 = cmin(w0 + per_part, (warp + 1) * strip_warps);
+    const int part = lane / kGemvCols, cc = lane % kGemvCols, nn = blockIdx.x * kGemvCols + cc;
+    const int per_part = cdiv(warps, kParts), w0 = part * per_part, w1 = cmin(w0 + per_part, warps);
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       float s = 0.f;

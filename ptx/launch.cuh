@@ -635,21 +635,23 @@ struct GemvPlanFn {
   template <int kBits, typename T, int kRows>
   const char* operator()() const {
     const void* kernel = reinterpret_cast<const void*>(&kbit_gemv_kernel<kBits, T, kRows>);
-    const char* err = nullptr;
-    const GemvShape shape = gemv_plan(a.n_pad, a.k_tiles, gemv_grid_rows(a), a.E, sm_count(device),
-                                      [&](int warps, size_t smem) {
-                                        int per_sm = 0;
-                                        if (err || smem > smem_optin(device)) return 0;
-                                        err = resident_ctas(kernel, warps * kWarpSize, smem, device, &per_sm);
-                                        return err ? 0 : per_sm;
-                                      });
-    if (err) return err;
-    *fits = shape.warps > 0;
+    const long long ctas = (long long)cdiv(a.n_pad, kGemvCols) * gemv_grid_rows(a);
+    const int sms = sm_count(device);
+    *fits = false;
+    for (const int warps : {32, 16, 8, 4}) {
+      const int tiles = cdiv(a.k_tiles, warps);
+      if (warps > kGemvMaxWarps || (warps > 4 && tiles < kGemvSub)) continue;
+      const size_t smem = gemv_smem_bytes(warps, tiles, kRows);
+      if (smem > smem_optin(device)) continue;
+      int per_sm = 0;
+      if (const char* err = resident_ctas(kernel, warps * kWarpSize, smem, device, &per_sm)) return err;
+      *fits = true;
+      plan->gemv_warps = warps;
+      plan->gemv_tiles = tiles;
+      if (ctas <= (long long)per_sm * sms) break;
+    }
     if (*fits) {
-      plan->gemv_warps = shape.warps;
-      plan->gemv_tiles = shape.tiles;
-      plan->gemv_strips = shape.strips;
-      plan->grid = cdiv(a.n_pad, kGemvCols) / shape.strips;   // (x; y: gemv_grid_rows)
+      plan->grid = cdiv(a.n_pad, kGemvCols);   // (x; y: gemv_grid_rows)
       plan->workspace_floats = 0;
       plan->counters = 0;
     }
@@ -666,7 +668,6 @@ struct GemvRunFn {
     set_tensors(p, a);
     p.M = a.M; p.N = a.N; p.K = a.K; p.E = a.E; p.n_pad = a.n_pad; p.k_tiles = a.k_tiles;
     p.tiles_per_warp = plan.gemv_tiles;
-    p.strips = plan.gemv_strips;
     const dim3 grid(plan.grid, gemv_grid_rows(a));
     kbit_gemv_kernel<kBits, T, kRows><<<grid, plan.gemv_warps * kWarpSize,
                                         gemv_smem_bytes(plan.gemv_warps, plan.gemv_tiles, kRows), stream>>>(p);
@@ -731,7 +732,6 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   plan->decode_act = 0;
   plan->wgmma = 0;
   plan->gemv_warps = plan->gemv_tiles = 0;
-  plan->gemv_strips = 1;
   if (a.kernel == 5 || a.kernel == 0) {
     if (kbit::gemv_applies(a) && (a.kernel == 5 || kbit::gemv_kernel_pays(a))) {
       bool fits = false;

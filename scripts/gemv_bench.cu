@@ -5,7 +5,7 @@
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -I. -Iptx -Iscripts \
 //        -o build/gemv_bench scripts/gemv_bench.cu \
-//        [-DGEMV_ALT=build/alt/kbit_gemv.cuh] [-DGEMV_TIMELINE]
+//        [-DGEMV_ALT=build/alt/kbit_gemv.cuh [-DGEMV_ALT_TWO_WARPS]] [-DGEMV_TIMELINE]
 //   build/gemv_bench [case-name-substring ...]
 //
 // For each case (the eval/run.py benchmark shapes: Qwen3-Coder-Next experts at
@@ -19,9 +19,8 @@
 // * beside it, in the same run: a plain 16-byte streaming read of the bytes the
 //   call must read (the weights of the routed experts, scales, activations),
 //   and an empty kernel (the launch floor under graph replay).
-// With GEMV_ALT, a second copy of kbit_gemv.cuh (e.g. a variant under test,
-// with this tree's gemv_plan and GemvParams) is built in its own namespace
-// and timed beside the first, alternating. "w x s": warps and strips per CTA.
+// With GEMV_ALT, a second copy of kbit_gemv.cuh (e.g. a variant under test)
+// is built in its own namespace and timed beside the first, alternating.
 // With GEMV_TIMELINE, the kernel's KBIT_GEMV_MARK hooks record %globaltimer
 // per CTA (thread 0), and the bench prints, after one flushed call, the phase
 // times (CTA start -> mark, mean and max over CTAs) and the start skew.
@@ -58,6 +57,13 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
 #define KBIT_STR2(x) #x
 #define KBIT_STR(x) KBIT_STR2(x)
 #ifdef GEMV_ALT
+// The alternative's candidates for warps per CTA, most first (nvcc splits -D
+// values at commas, hence the switch): GEMV_ALT_TWO_WARPS adds 2.
+#ifdef GEMV_ALT_TWO_WARPS
+#define GEMV_ALT_WARPS 32, 16, 8, 4, 2
+#else
+#define GEMV_ALT_WARPS 32, 16, 8, 4
+#endif
 namespace kbit {
 namespace alt {
 #include KBIT_STR(GEMV_ALT)
@@ -186,33 +192,38 @@ static double check(const Data& d) {
 
 // Plan and launch of one kbit_gemv.cuh copy (namespace NS), as launch.cuh's
 // GemvPlanFn / GemvRunFn do.
-#define GEMV_RUNNER(NAME, NS)                                                                                 \
-  struct NAME {                                                                                               \
-    NS::GemvShape shape;                                                                                      \
-    void plan(const Data& d, int sms) {                                                                       \
-      const void* kernel = reinterpret_cast<const void*>(&NS::kbit_gemv_kernel<4, bf16, 1>);                  \
-      shape = NS::gemv_plan(d.n_pad, d.k_tiles, d.cs.E == 1 ? 1 : d.cs.M, d.cs.E, sms, [&](int w, size_t sm) {\
-        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm)));               \
-        int per_sm = 0;                                                                                       \
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, w * kbit::kWarpSize, sm));          \
-        return per_sm;                                                                                        \
-      });                                                                                                     \
-    }                                                                                                         \
-    void launch(const Data& d, cudaStream_t st) const {                                                       \
-      NS::GemvParams p;                                                                                       \
-      p.a = d.d_a; p.b_packed = d.d_packed; p.b_absmax = d.d_absmax; p.codebook = d.d_cb;                     \
-      p.offsets = d.d_offsets; p.c = d.d_c;                                                                   \
-      p.M = d.cs.M; p.N = d.cs.N; p.K = d.cs.K; p.E = d.cs.E; p.n_pad = d.n_pad; p.k_tiles = d.k_tiles;       \
-      p.tiles_per_warp = shape.tiles;                                                                         \
-      p.strips = shape.strips;                                                                                \
-      const dim3 grid(kbit::cdiv(d.n_pad, NS::kGemvCols) / shape.strips, d.cs.E == 1 ? 1 : d.cs.M);           \
-      NS::kbit_gemv_kernel<4, bf16, 1><<<grid, shape.warps * kbit::kWarpSize,                                 \
-                                         NS::gemv_smem_bytes(shape.warps, shape.tiles, 1), st>>>(p);          \
-    }                                                                                                         \
+#define GEMV_RUNNER(NAME, NS, ...)                                                                                \
+  struct NAME {                                                                                                   \
+    int warps = 0, tiles = 0;                                                                                     \
+    size_t smem = 0;                                                                                              \
+    void plan(const Data& d, int sms) {                                                                           \
+      const void* kernel = reinterpret_cast<const void*>(&NS::kbit_gemv_kernel<4, bf16, 1>);                      \
+      const long long ctas = (long long)kbit::cdiv(d.n_pad, NS::kGemvCols) * (d.cs.E == 1 ? 1 : d.cs.M);          \
+      for (const int w : {__VA_ARGS__}) {                                                                         \
+        const int t = kbit::cdiv(d.k_tiles, w);                                                                   \
+        if (w > NS::kGemvMaxWarps || (w > 4 && t < NS::kGemvSub)) continue;  /* as launch.cuh */                  \
+        const size_t sm = NS::gemv_smem_bytes(w, t, 1);                                                           \
+        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm)));                   \
+        int per_sm = 0;                                                                                           \
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, w * kbit::kWarpSize, sm));              \
+        warps = w; tiles = t; smem = sm;                                                                          \
+        if (ctas <= (long long)per_sm * sms) break;                                                               \
+      }                                                                                                           \
+    }                                                                                                             \
+    void launch(const Data& d, cudaStream_t st) const {                                                           \
+      NS::GemvParams p;                                                                                           \
+      p.a = d.d_a; p.b_packed = d.d_packed; p.b_absmax = d.d_absmax; p.codebook = d.d_cb;                         \
+      p.offsets = d.d_offsets; p.c = d.d_c;                                                                       \
+      p.M = d.cs.M; p.N = d.cs.N; p.K = d.cs.K; p.E = d.cs.E; p.n_pad = d.n_pad; p.k_tiles = d.k_tiles;           \
+      p.tiles_per_warp = tiles;                                                                                   \
+      const dim3 g = grid(d);                                                                                     \
+      NS::kbit_gemv_kernel<4, bf16, 1><<<g, warps * kbit::kWarpSize, smem, st>>>(p);                              \
+    }                                                                                                             \
+    dim3 grid(const Data& d) const { return dim3(kbit::cdiv(d.n_pad, NS::kGemvCols), d.cs.E == 1 ? 1 : d.cs.M); } \
   };
-GEMV_RUNNER(Runner, kbit)
+GEMV_RUNNER(Runner, kbit, 32, 16, 8, 4)
 #ifdef GEMV_ALT
-GEMV_RUNNER(RunnerAlt, kbit::alt::kbit)
+GEMV_RUNNER(RunnerAlt, kbit::alt::kbit, GEMV_ALT_WARPS)
 #endif
 
 int main(int argc, char** argv) {
@@ -249,10 +260,10 @@ int main(int argc, char** argv) {
   const double t_empty = timed([&] { empty_kernel<<<1, 32, 0, st>>>(); }) - t_flush;
   std::printf("graph us per call (flush %.2f us subtracted); empty kernel %.2f us\n", t_flush, t_empty);
 #ifdef GEMV_ALT
-  std::printf("%-24s %8s %7s %7s %7s %7s %8s %8s %8s %8s\n", "case", "MB", "w x s", "alt", "err", "errAlt", "kernel",
-              "alt", "kernel2", "read");
+  std::printf("%-24s %8s %6s %7s %7s %8s %8s %8s %8s\n", "case", "MB", "warps", "err", "errAlt", "kernel", "alt",
+              "kernel2", "read");
 #else
-  std::printf("%-24s %8s %7s %7s %8s %8s %8s\n", "case", "MB", "w x s", "err", "kernel", "kernel2", "read");
+  std::printf("%-24s %8s %6s %7s %8s %8s %8s\n", "case", "MB", "warps", "err", "kernel", "kernel2", "read");
 #endif
   for (const Case& cs : kCases) {
     bool want = argc < 2;
@@ -283,11 +294,11 @@ int main(int argc, char** argv) {
 #endif
     const double t2 = timed([&] { run.launch(d, st); }) - t_flush;
 #ifdef GEMV_ALT
-    std::printf("%-24s %8.2f %4d x%d %4d x%d %7.3f %7.3f %8.2f %8.2f %8.2f %8.2f\n", cs.name, d.read_bytes / 1e6,
-                run.shape.warps, run.shape.strips, alt.shape.warps, alt.shape.strips, err, err_alt, t1, ta, t2, t_read);
+    std::printf("%-24s %8.2f %6d %7.3f %7.3f %8.2f %8.2f %8.2f %8.2f\n", cs.name, d.read_bytes / 1e6, run.warps, err,
+                err_alt, t1, ta, t2, t_read);
 #else
-    std::printf("%-24s %8.2f %4d x%d %7.3f %8.2f %8.2f %8.2f\n", cs.name, d.read_bytes / 1e6, run.shape.warps,
-                run.shape.strips, err, t1, t2, t_read);
+    std::printf("%-24s %8.2f %6d %7.3f %8.2f %8.2f %8.2f\n", cs.name, d.read_bytes / 1e6, run.warps, err, t1, t2,
+                t_read);
 #endif
 #ifdef GEMV_TIMELINE
     {
