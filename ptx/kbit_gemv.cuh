@@ -316,8 +316,11 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
   // Lane: K-tile `sub` of each warp step, column `col` of the strip, block `block` of the K-tile.
   const int sub = lane / (2 * kGemvCols), col = (lane / 2) % kGemvCols, block = lane & 1;
   const int n = blockIdx.x * kGemvCols + col;
-  // (n < n_pad always: n_pad is a multiple of 128, the grid covers it exactly.
-  // Columns N..n_pad-1 exist, zero padding, and are not stored.)
+  // n_pad is N rounded up to 8, so the last strip can reach 8 columns past
+  // it. Those lanes read column n_pad - 1 again (in bounds; their sums are
+  // not stored, as those of the zero-padding columns N..n_pad-1 are not), so
+  // the loop needs no column predicate.
+  const int n_ld = cmin(n, p.n_pad - 1);
   const int kt0 = warp * p.tiles_per_warp;
   const int kt1 = cmin(kt0 + p.tiles_per_warp, p.k_tiles);   // kt0 >= kt1: no tiles
   int steps = kt1 > kt0 ? cdiv(kt1 - kt0, kGemvSub) : 0;     // step s: tiles kt0 + kGemvSub s + sub
@@ -327,8 +330,8 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
   // the next step's, in 32-bit offsets (gemv_applies: an expert's plane
   // words number under 2^31).
   const KbitLayout L{p.N, p.K, p.n_pad, p.k_tiles, kBits};
-  const int32_t* wsrc = p.b_packed + L.packed_row(0, first, n) + block * kBits;
-  const uint8_t* ssrc = p.b_absmax + L.absmax_row(0, first, n) + block;
+  const int32_t* wsrc = p.b_packed + L.packed_row(0, first, n_ld) + block * kBits;
+  const uint8_t* ssrc = p.b_absmax + L.absmax_row(0, first, n_ld) + block;
   const uint32_t wstride = uint32_t(L.packed_row(0, kGemvSub, 0)), sstride = uint32_t(L.absmax_row(0, kGemvSub, 0));
 
   constexpr int kStages = gemv_stages(kBits);
