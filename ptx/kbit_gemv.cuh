@@ -112,6 +112,28 @@ __host__ __device__ constexpr size_t gemv_smem_bytes(int warps, int tiles_per_wa
           size_t(warps) * rows * kGemvCols) * 4;
 }
 
+// The launch shape of a call (host side: launch.cuh and scripts/gemv_bench.cu):
+// the most warps per CTA (32 ... 4, at most kGemvMaxWarps) with which all
+// `ctas` CTAs are resident at once, else 4; each warp takes `tiles` K-tiles.
+// resident(warps, smem_bytes) gives the CTAs an SM holds, 0 where the shape
+// does not fit (shared memory). warps == 0: no shape fits.
+struct GemvShape {
+  int warps = 0, tiles = 0;
+};
+template <class Resident>
+GemvShape gemv_plan(long long ctas, int k_tiles, int rows, int sms, Resident resident) {
+  GemvShape shape;
+  for (const int warps : {32, 16, 8, 4}) {
+    const int tiles = cdiv(k_tiles, warps);
+    if (warps > kGemvMaxWarps || (warps > 4 && tiles < kGemvSub)) continue;
+    const int per_sm = resident(warps, gemv_smem_bytes(warps, tiles, rows));
+    if (per_sm <= 0) continue;
+    shape = GemvShape{warps, tiles};
+    if (ctas <= (long long)per_sm * sms) break;
+  }
+  return shape;
+}
+
 // The index-field layout of k-bit weights (see the header).
 template <int kBits>
 struct GemvFields {

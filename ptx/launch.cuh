@@ -636,20 +636,17 @@ struct GemvPlanFn {
   const char* operator()() const {
     const void* kernel = reinterpret_cast<const void*>(&kbit_gemv_kernel<kBits, T, kRows>);
     const long long ctas = (long long)cdiv(a.n_pad, kGemvCols) * gemv_grid_rows(a);
-    const int sms = sm_count(device);
-    *fits = false;
-    for (const int warps : {32, 16, 8, 4}) {
-      const int tiles = cdiv(a.k_tiles, warps);
-      if (warps > kGemvMaxWarps || (warps > 4 && tiles < kGemvSub)) continue;
-      const size_t smem = gemv_smem_bytes(warps, tiles, kRows);
-      if (smem > smem_optin(device)) continue;
+    const char* err = nullptr;
+    const GemvShape shape = gemv_plan(ctas, a.k_tiles, kRows, sm_count(device), [&](int warps, size_t smem) {
       int per_sm = 0;
-      if (const char* err = resident_ctas(kernel, warps * kWarpSize, smem, device, &per_sm)) return err;
-      *fits = true;
-      plan->gemv_warps = warps;
-      plan->gemv_tiles = tiles;
-      if (ctas <= (long long)per_sm * sms) break;
-    }
+      if (err || smem > smem_optin(device)) return 0;
+      err = resident_ctas(kernel, warps * kWarpSize, smem, device, &per_sm);
+      return err ? 0 : per_sm;
+    });
+    if (err) return err;
+    *fits = shape.warps > 0;
+    plan->gemv_warps = shape.warps;
+    plan->gemv_tiles = shape.tiles;
     if (*fits) {
       plan->grid = cdiv(a.n_pad, kGemvCols);   // (x; y: gemv_grid_rows)
       plan->workspace_floats = 0;

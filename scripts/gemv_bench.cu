@@ -5,7 +5,7 @@
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -I. -Iptx -Iscripts \
 //        -o build/gemv_bench scripts/gemv_bench.cu \
-//        [-DGEMV_ALT=build/alt/kbit_gemv.cuh [-DGEMV_ALT_TWO_WARPS]] [-DGEMV_TIMELINE]
+//        [-DGEMV_ALT=build/alt/kbit_gemv.cuh] [-DGEMV_TIMELINE]
 //   build/gemv_bench [--check] [case-name-substring ...]
 //
 // For each case (the eval/run.py benchmark shapes: Qwen3-Coder-Next experts at
@@ -19,8 +19,9 @@
 // * beside it, in the same run: a plain 16-byte streaming read of the bytes the
 //   call must read (the weights of the routed experts, scales, activations),
 //   and an empty kernel (the launch floor under graph replay).
-// With GEMV_ALT, a second copy of kbit_gemv.cuh (e.g. a variant under test)
-// is built in its own namespace and timed beside the first, alternating.
+// With GEMV_ALT, a second copy of kbit_gemv.cuh (a variant under test of
+// this tree's header: it must provide gemv_plan) is built in its own
+// namespace and timed beside the first, alternating.
 // With GEMV_TIMELINE, the kernel's KBIT_GEMV_MARK hooks record %globaltimer
 // per CTA (thread 0), and the bench prints, after one flushed call, the phase
 // times (CTA start -> mark, mean and max over CTAs) and the start skew.
@@ -57,13 +58,6 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
 #define KBIT_STR2(x) #x
 #define KBIT_STR(x) KBIT_STR2(x)
 #ifdef GEMV_ALT
-// The alternative's candidates for warps per CTA, most first (nvcc splits -D
-// values at commas, hence the switch): GEMV_ALT_TWO_WARPS adds 2.
-#ifdef GEMV_ALT_TWO_WARPS
-#define GEMV_ALT_WARPS 32, 16, 8, 4, 2
-#else
-#define GEMV_ALT_WARPS 32, 16, 8, 4
-#endif
 namespace kbit {
 namespace alt {
 #include KBIT_STR(GEMV_ALT)
@@ -192,40 +186,33 @@ static double check(const Data& d) {
   return worst;   // <= 1: within fp32 accumulation (1e-6 of the magnitude) + bf16 rounding
 }
 
-// Plan and launch of one kbit_gemv.cuh copy (namespace NS), as launch.cuh's
-// GemvPlanFn / GemvRunFn do.
-#define GEMV_RUNNER(NAME, NS, ...)                                                                                \
-  struct NAME {                                                                                                   \
-    int warps = 0, tiles = 0;                                                                                     \
-    size_t smem = 0;                                                                                              \
-    void plan(const Data& d, int sms) {                                                                           \
-      const void* kernel = reinterpret_cast<const void*>(&NS::kbit_gemv_kernel<4, bf16, 1>);                      \
-      const long long ctas = (long long)kbit::cdiv(d.n_pad, NS::kGemvCols) * (d.cs.E == 1 ? 1 : d.cs.M);          \
-      for (const int w : {__VA_ARGS__}) {                                                                         \
-        const int t = kbit::cdiv(d.k_tiles, w);                                                                   \
-        if (w > NS::kGemvMaxWarps || (w > 4 && t < NS::kGemvSub)) continue;  /* as launch.cuh */                  \
-        const size_t sm = NS::gemv_smem_bytes(w, t, 1);                                                           \
-        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sm)));                   \
-        int per_sm = 0;                                                                                           \
-        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, w * kbit::kWarpSize, sm));              \
-        warps = w; tiles = t; smem = sm;                                                                          \
-        if (ctas <= (long long)per_sm * sms) break;                                                               \
-      }                                                                                                           \
-    }                                                                                                             \
-    void launch(const Data& d, cudaStream_t st) const {                                                           \
-      NS::GemvParams p;                                                                                           \
-      p.a = d.d_a; p.b_packed = d.d_packed; p.b_absmax = d.d_absmax; p.codebook = d.d_cb;                         \
-      p.offsets = d.d_offsets; p.c = d.d_c;                                                                       \
-      p.M = d.cs.M; p.N = d.cs.N; p.K = d.cs.K; p.E = d.cs.E; p.n_pad = d.n_pad; p.k_tiles = d.k_tiles;           \
-      p.tiles_per_warp = tiles;                                                                                   \
-      const dim3 g = grid(d);                                                                                     \
-      NS::kbit_gemv_kernel<4, bf16, 1><<<g, warps * kbit::kWarpSize, smem, st>>>(p);                              \
-    }                                                                                                             \
-    dim3 grid(const Data& d) const { return dim3(kbit::cdiv(d.n_pad, NS::kGemvCols), d.cs.E == 1 ? 1 : d.cs.M); } \
+// Plan (gemv_plan, as launch.cuh) and launch of one kbit_gemv.cuh copy (namespace NS).
+#define GEMV_RUNNER(NAME, NS)                                                                                      \
+  struct NAME {                                                                                                    \
+    NS::GemvShape shape;                                                                                           \
+    void plan(const Data& d, int sms) {                                                                            \
+      const void* kernel = reinterpret_cast<const void*>(&NS::kbit_gemv_kernel<4, bf16, 1>);                       \
+      shape = NS::gemv_plan((long long)grid(d).x * grid(d).y, d.k_tiles, 1, sms, [&](int w, size_t smem) {         \
+        CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));                  \
+        int per_sm = 0;                                                                                            \
+        CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, w * kbit::kWarpSize, smem));             \
+        return per_sm;                                                                                             \
+      });                                                                                                          \
+    }                                                                                                              \
+    void launch(const Data& d, cudaStream_t st) const {                                                            \
+      NS::GemvParams p;                                                                                            \
+      p.a = d.d_a; p.b_packed = d.d_packed; p.b_absmax = d.d_absmax; p.codebook = d.d_cb;                          \
+      p.offsets = d.d_offsets; p.c = d.d_c;                                                                        \
+      p.M = d.cs.M; p.N = d.cs.N; p.K = d.cs.K; p.E = d.cs.E; p.n_pad = d.n_pad; p.k_tiles = d.k_tiles;            \
+      p.tiles_per_warp = shape.tiles;                                                                              \
+      NS::kbit_gemv_kernel<4, bf16, 1><<<grid(d), shape.warps * kbit::kWarpSize,                                   \
+                                         NS::gemv_smem_bytes(shape.warps, shape.tiles, 1), st>>>(p);               \
+    }                                                                                                              \
+    dim3 grid(const Data& d) const { return dim3(kbit::cdiv(d.n_pad, NS::kGemvCols), d.cs.E == 1 ? 1 : d.cs.M); }  \
   };
-GEMV_RUNNER(Runner, kbit, 32, 16, 8, 4)
+GEMV_RUNNER(Runner, kbit)
 #ifdef GEMV_ALT
-GEMV_RUNNER(RunnerAlt, kbit::alt::kbit, GEMV_ALT_WARPS)
+GEMV_RUNNER(RunnerAlt, kbit::alt::kbit)
 #endif
 
 int main(int argc, char** argv) {
@@ -312,10 +299,10 @@ int main(int argc, char** argv) {
 #endif
     const double t2 = timed([&] { run.launch(d, st); }) - t_flush;
 #ifdef GEMV_ALT
-    std::printf("%-24s %8.2f %6d %7.3f %7.3f %8.2f %8.2f %8.2f %8.2f\n", cs.name, d.read_bytes / 1e6, run.warps, err,
-                err_alt, t1, ta, t2, t_read);
+    std::printf("%-24s %8.2f %6d %7.3f %7.3f %8.2f %8.2f %8.2f %8.2f\n", cs.name, d.read_bytes / 1e6,
+                run.shape.warps, err, err_alt, t1, ta, t2, t_read);
 #else
-    std::printf("%-24s %8.2f %6d %7.3f %8.2f %8.2f %8.2f\n", cs.name, d.read_bytes / 1e6, run.warps, err, t1, t2,
+    std::printf("%-24s %8.2f %6d %7.3f %8.2f %8.2f %8.2f\n", cs.name, d.read_bytes / 1e6, run.shape.warps, err, t1, t2,
                 t_read);
 #endif
 #ifdef GEMV_TIMELINE
