@@ -294,7 +294,13 @@ __device__ __forceinline__ void gemv_expert_part(const GemvParams& p, int row, i
   const int stride = warps * kWarpSize;
   int below = 0;
   bool ok = true;
-  if (warp == 0 && lane == 0) ok = __ldg(p.offsets) == 0 && __ldg(p.offsets + p.E) == p.M;
+  // Warp 0 lane 0 also loads the first and last offsets, used after the loop
+  // (a use here, or `a && b`, would hold the loop's loads back a round trip).
+  int first = 0, last = p.M;
+  if (warp == 0 && lane == 0) {
+    first = __ldg(p.offsets);
+    last = __ldg(p.offsets + p.E);
+  }
   // Each offset is loaded once: lane l compares offsets[i] with lane l - 1's
   // offsets[i - 1] (lane 0 loads its own). Past E an offset reads as 2^31 - 1:
   // above every row and never below its predecessor. No load waits on an
@@ -314,6 +320,7 @@ __device__ __forceinline__ void gemv_expert_part(const GemvParams& p, int row, i
       ok &= o[u] >= (lane == 0 ? first_prev[u] : up);
     }
   }
+  ok &= (first == 0) & (last == p.M);
   below = __reduce_add_sync(0xffffffffu, below);
   ok = __all_sync(0xffffffffu, ok);
   if (lane == 0) part[warp] = make_int2(below, ok ? 1 : 0);

@@ -198,6 +198,10 @@ static double check(const Data& d) {
         CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, w * kbit::kWarpSize, smem));             \
         return per_sm;                                                                                             \
       });                                                                                                          \
+      if (const char* w = std::getenv("GEMV_WARPS"))   /* forced warps per CTA (tuning the plan) */                \
+        shape = NS::GemvShape{std::atoi(w), kbit::cdiv(d.k_tiles, std::atoi(w))};                                  \
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,                                 \
+                              int(NS::gemv_smem_bytes(shape.warps, shape.tiles, 1))));                             \
     }                                                                                                              \
     void launch(const Data& d, cudaStream_t st) const {                                                            \
       NS::GemvParams p;                                                                                            \
