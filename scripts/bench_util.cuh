@@ -1,7 +1,7 @@
 // bench_util.cuh — what the standalone nvcc-built tools in scripts/ share
 // (nvfp4_bench.cu, gemv_bench.cu, l2_flush_check.cu, stream_probe.cu;
 // racecheck_probe.cu uses CK only; built with -Iptx, included after a family
-// header): the CK macro, the L2 flush, a plain streaming read, an event-timed
+// header): the CK macro, the L2 flush (kernel and buffer), a plain streaming read, an event-timed
 // median and graph capture / replay timing.
 #pragma once
 
@@ -35,6 +35,21 @@ __global__ void flush_l2_kernel(const uint4* p, size_t n, unsigned* sink) {
   }
   if (x == 0x9e3779b9u) *sink = x;   // keeps the loads
 }
+
+// A 256 MB flush buffer (5x the largest L2 here) and its launch: flush(st)
+// reads it all with flush_l2_kernel on `blocks` CTAs of 256 threads.
+struct L2Flush {
+  static constexpr size_t kBytes = size_t(256) << 20;
+  uint4* buf = nullptr;
+  unsigned* sink = nullptr;
+  int blocks;
+  explicit L2Flush(int blocks_) : blocks(blocks_) {
+    CK(cudaMalloc(&buf, kBytes));
+    CK(cudaMemset(buf, 1, kBytes));
+    CK(cudaMalloc(&sink, 64));
+  }
+  void operator()(cudaStream_t st = 0) const { flush_l2_kernel<<<blocks, 256, 0, st>>>(buf, kBytes / 16, sink); }
+};
 
 // Plain read of n 16-byte words (L1::no_allocate, as the kernels stream
 // weights), four independent loads per thread and step: the reference a

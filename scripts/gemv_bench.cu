@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "sm90.cuh"
-#include "bench_util.cuh"   // CK, flush_l2_kernel, plain_read_kernel, capture_graph, median_graph_us
+#include "bench_util.cuh"   // CK, L2Flush, plain_read_kernel, capture_graph, median_graph_us
 
 #ifdef GEMV_TIMELINE
 constexpr int kMarks = 8;
@@ -226,12 +226,8 @@ int main(int argc, char** argv) {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, dev));
   std::printf("device: %s, %d SMs\n", prop.name, sms);
-  const size_t flush_bytes = size_t(256) << 20;
-  void* flush;
-  unsigned* sink;
-  CK(cudaMalloc(&flush, flush_bytes));
-  CK(cudaMemset(flush, 1, flush_bytes));
-  CK(cudaMalloc(&sink, 64));
+  const L2Flush flush(sms * 4);
+  unsigned* const sink = flush.sink;
   // The plain read's source: as many bytes as the largest call reads.
   const size_t read_max = size_t(64) << 20;
   void* rsrc;
@@ -242,7 +238,7 @@ int main(int argc, char** argv) {
   const int R = 20;
   auto timed = [&](auto body) {
     cudaGraphExec_t g = capture_graph(st, R, [&](int) {
-      flush_l2_kernel<<<sms * 4, 256, 0, st>>>(reinterpret_cast<const uint4*>(flush), flush_bytes / 16, sink);
+      flush(st);
       body();
     });
     const double t = median_graph_us(g, st, R);
@@ -320,7 +316,7 @@ int main(int argc, char** argv) {
       for (int rep = 0; rep < reps; ++rep) {
         CK(cudaMemset(tl, 0, ctas * kMarks * 8));
         CK(cudaMemcpyToSymbol(g_gemv_tl, &tl, sizeof(tl)));
-        flush_l2_kernel<<<sms * 4, 256, 0, st>>>(reinterpret_cast<const uint4*>(flush), flush_bytes / 16, sink);
+        flush(st);
         run.launch(d, st);
         CK(cudaStreamSynchronize(st));
         unsigned long long* none = nullptr;

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "sm90.cuh"
-#include "bench_util.cuh"   // CK, flush_l2_kernel, plain_read_kernel, median_event_us
+#include "bench_util.cuh"   // CK, L2Flush, plain_read_kernel, median_event_us
 #include "nvfp4_gemv.cuh"
 #define KBIT_STR2(x) #x
 #define KBIT_STR(x) KBIT_STR2(x)
@@ -68,17 +68,11 @@ __global__ void __launch_bounds__(256) rows_read_kernel(const uint8_t* a, int m,
 }
 
 struct Bench {
-  uint4* flush = nullptr;
-  size_t flush_n = (size_t(256) << 20) / 16;
-  unsigned* sink = nullptr;
-  Bench() {
-    CK(cudaMalloc(&flush, flush_n * 16));
-    CK(cudaMemset(flush, 1, flush_n * 16));
-    CK(cudaMalloc(&sink, 4));
-  }
+  L2Flush flush{1024};
+  unsigned* sink = flush.sink;
   template <class F>
   float median_us(F launch, int reps = 30) {
-    return median_event_us([&] { flush_l2_kernel<<<1024, 256>>>(flush, flush_n, sink); }, launch, reps);
+    return median_event_us([&] { flush(); }, launch, reps);
   }
 };
 

@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "sm90.cuh"
-#include "bench_util.cuh"   // CK, flush_l2_kernel, capture_graph, median_graph_us
+#include "bench_util.cuh"   // CK, L2Flush, capture_graph, median_graph_us
 
 using namespace kbit;
 
@@ -227,14 +227,13 @@ int main(int argc, char** argv) {
   const int sms = prop.multiProcessorCount;
   printf("device: %s, %d SMs\n", prop.name, sms);
   const size_t max_bytes = size_t(*std::max_element(mbs.begin(), mbs.end()) * 1e6) + (1 << 20);
-  uint8_t *src, *flush;
+  uint8_t* src;
   unsigned* out;
   unsigned long long *counter, *times;
   CK(cudaMalloc(&counter, 8));
   CK(cudaMalloc(&times, size_t(16) * 8 * sms * 4));
-  const size_t flush_bytes = 256u << 20;
   CK(cudaMalloc(&src, max_bytes));
-  CK(cudaMalloc(&flush, flush_bytes));
+  const L2Flush flush(sms * 4);
   CK(cudaMalloc(&out, 64));
   CK(cudaMemset(src, 1, max_bytes));
 
@@ -251,8 +250,8 @@ int main(int argc, char** argv) {
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   auto flush_l2 = [&](int r) {
-    if (dirty) CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, st));
-    else flush_l2_kernel<<<sms * 4, 256, 0, st>>>(reinterpret_cast<const uint4*>(flush), flush_bytes / 16, out + 1);
+    if (dirty) CK(cudaMemsetAsync(flush.buf, r & 0xff, L2Flush::kBytes, st));
+    else flush(st);
   };
   printf("L2 flush: %s 256 MB\n", dirty ? "memset (dirty lines)" : "read (clean lines)");
   const int R = 20;
