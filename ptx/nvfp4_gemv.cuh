@@ -18,7 +18,8 @@
 // kG into two register sets that alternate: one group is summed while the next
 // is in flight, across row boundaries (a k = 2048 row is only two chunks per
 // lane: v1, one row at a time, waited a full DRAM round trip per row). The
-// first group is issued before the CTA decodes b, so the set-up hides under it.
+// first group is issued before the CTA decodes b, so the set-up hides under it
+// (b's own loads go out just before that group: behind it they waited for it).
 // One persistent wave of CTAs: b is decoded once per CTA, not once per 8 rows.
 //
 // Scales. A lane needs 2 sfa bytes per chunk. Loaded beside each chunk, they
@@ -36,6 +37,7 @@
 //       positive and negative codes summed in separate dp4a chains.
 //   v3  the CTA's sfa rows staged in shared memory under the set-up; the
 //       set-up's b and sfb loads issued together.
+//   v4  the set-up's b and sfb loads issued before the first group of a.
 #pragma once
 
 namespace kbit {
@@ -240,6 +242,38 @@ nvfp4_gemv_kernel(const Nvfp4Params p) {
   const long long sf_step = kStaged ? 64ll * kV : (p.sfa_blocked ? 16ll * 512 : 64ll) * kV;
   const Nvfp4Stream<kV, kStaged> st{p, l, lane, chunks, row_begin, row_end, sf_step, sf_s};
 
+  // Set-up loads: sfb and b of batch l (the e4m3 table is computed). They go
+  // out before the first group of a, not behind it: at k = 16384, where a
+  // thread decodes 8 words of b, that took the call from 28.6 to 27.2 us and
+  // left the set-up almost free (without any set-up: 26.9; bench,
+  // docs/results.md v31). Each thread issues all its b (or sfb) loads of a
+  // pass before it uses any, so that a pass costs one L2 round trip, not one
+  // per word. Per thread and pass (the per-lane scale path holds 2 kG more
+  // registers for its first group: fewer b words there, so that sm_80 does
+  // not spill).
+  constexpr int kBWords = kStaged ? 8 : 4, kSfbBytes = 4;
+  uint32_t code[kSfbBytes];                          // a pass of sfb codes
+  auto load_sfb = [&](int j0) {
+#pragma unroll
+    for (int u = 0; u < kSfbBytes; ++u) {
+      const int j = j0 + u * kNvfp4Threads;
+      const long long off = p.sfb_blocked ? nvfp4_sf_offset(0, j, l, 128, p.k / 16)
+                                          : (long long)j + (long long)l * p.sfb_sl;
+      code[u] = j < p.k / 16 ? p.sfb[off] : 0u;
+    }
+  };
+  const uint8_t* b = p.b + (long long)l * p.b_sl;
+  uint32_t w[kBWords];                               // a pass of b words (8 elements each)
+  auto load_b = [&](int q0) {
+#pragma unroll
+    for (int u = 0; u < kBWords; ++u) {
+      const int q = q0 + u * kNvfp4Threads;
+      w[u] = q < p.k / 8 ? *reinterpret_cast<const uint32_t*>(b + 4 * q) : 0u;
+    }
+  };
+  load_sfb(tid);
+  load_b(tid);
+
   Nvfp4Group<kG, kV> g0, g1;
   Nvfp4Cursor in = st.start(row_begin + warp), out = in;
   st.load(in, g0);
@@ -254,33 +288,10 @@ nvfp4_gemv_kernel(const Nvfp4Params p) {
     ptx::cp_async_commit();
   }
 
-  // Set-up under the first loads: the e4m3 table, b and sfb of batch l. Each
-  // thread issues all its b (or sfb) loads of a pass before it uses any, so
-  // that a pass costs one L2 round trip, not one per word (at k = 16384 a
-  // thread decodes 8 words of b and 4 scales of sfb).
-  // Per thread and pass (the per-lane scale path holds 2 kG more registers
-  // for its first group: fewer b words there, so that sm_80 does not spill).
-  constexpr int kBWords = kStaged ? 8 : 4, kSfbBytes = 4;
-  uint32_t code[kSfbBytes];                          // sfb: a pass of codes, loaded first
-  auto load_sfb = [&](int j0) {
-#pragma unroll
-    for (int u = 0; u < kSfbBytes; ++u) {
-      const int j = j0 + u * kNvfp4Threads;
-      const long long off = p.sfb_blocked ? nvfp4_sf_offset(0, j, l, 128, p.k / 16)
-                                          : (long long)j + (long long)l * p.sfb_sl;
-      code[u] = j < p.k / 16 ? p.sfb[off] : 0u;
-    }
-  };
-  load_sfb(tid);
+  // Set-up under the first group: the e4m3 table, b decoded, then sfb.
   for (int i = tid; i < 256; i += kNvfp4Threads) fp8[i] = e4m3_decode(i);
-  const uint8_t* b = p.b + (long long)l * p.b_sl;
-  for (int q0 = tid; q0 < p.k / 8; q0 += kBWords * kNvfp4Threads) {   // a word = 8 elements
-    uint32_t w[kBWords];
-#pragma unroll
-    for (int u = 0; u < kBWords; ++u) {
-      const int q = q0 + u * kNvfp4Threads;
-      w[u] = q < p.k / 8 ? *reinterpret_cast<const uint32_t*>(b + 4 * q) : 0u;
-    }
+  for (int q0 = tid; q0 < p.k / 8; q0 += kBWords * kNvfp4Threads) {
+    if (q0 != tid) load_b(q0);
 #pragma unroll
     for (int u = 0; u < kBWords; ++u) {
       const int q = q0 + u * kNvfp4Threads;
