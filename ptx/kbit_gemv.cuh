@@ -370,9 +370,6 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
     for (int d = 0; d < kStages; ++d)
       gemv_load(ring[d], wsrc + d * wstride, ssrc + d * sstride, first + kGemvSub * d < kt1);
   };
-  // Dense: the weight loads go out first; grouped: once the expert is known.
-  if (!grouped) issue_prologue();
-
   const float cb = __ldg(p.codebook + (lane & ((1 << kBits) - 1)));
   // Dense: warp 0 stores C; it checks the offsets (loaded now, used at the end).
   int off0 = 0, off1 = p.M;
@@ -386,6 +383,12 @@ __global__ void __launch_bounds__(kGemvMaxWarps * kWarpSize, 32 / kGemvMaxWarps)
   GemvActStager<kBits, T, kRows> stager{static_cast<const T*>(p.a), p.M, p.K, act, row0, kt0, kt1,
                                         act_tiles * (kTileK / 8)};
   stager.load(lane);
+  // Dense: the weight loads go out after the codebook, offset and first
+  // activation loads. Issued first, they put those loads behind every SM's
+  // ring prologue (on the Qwen3 layers most of the layer), so the first sums
+  // waited for nearly all the weights (this order: 0.2-0.5 us faster there,
+  // docs/results.md v31). Grouped: once the expert is known.
+  if (!grouped) issue_prologue();
   if (grouped) {
     // The expert search's loads go out beside the first activation loads;
     // those are stored before the expert's weight loads go out (one round
