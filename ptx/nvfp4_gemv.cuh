@@ -37,7 +37,8 @@
 //       positive and negative codes summed in separate dp4a chains.
 //   v3  the CTA's sfa rows staged in shared memory under the set-up; the
 //       set-up's b and sfb loads issued together.
-//   v4  the set-up's b and sfb loads issued before the first group of a.
+//   v4  the set-up's b and sfb loads issued before the first group of a; the
+//       sm90 family converts sfa codes with cvt.rn.f16x2.e4m3x2 (no table loads).
 #pragma once
 
 namespace kbit {
@@ -88,6 +89,9 @@ constexpr int kNvfp4Warps = kNvfp4Threads / 32;
 // and every register cap below 64 spilled.
 constexpr int kNvfp4GroupChunks = 2;   // 16-byte loads per lane per group (see the kernel)
 constexpr int kNvfp4MinCtas = 4;       // __launch_bounds__ minimum: 64 registers
+#ifndef KBIT_NVFP4_CVT
+#define KBIT_NVFP4_CVT KBIT_HAS_E4M3_CVT   // sfa decoded by cvt (sm90 family), else by table
+#endif
 #ifndef KBIT_NVFP4_SF_STAGED
 #define KBIT_NVFP4_SF_STAGED 1          // 0: per-lane scale loads only (A/B)
 #endif
@@ -200,8 +204,18 @@ struct Nvfp4Stream {
           fp4x8_dot(av.z, bhi.x, bhi.y, p1, n1);
           fp4x8_dot(av.w, bhi.z, bhi.w, p1, n1);
           const float2 sb = *reinterpret_cast<const float2*>(sfb_s + 2 * (out.chunk + v));
-          acc = fmaf(float(p0 - n0), fp8[(sf >> (16 * v)) & 0xFFu] * sb.x, acc);
-          acc = fmaf(float(p1 - n1), fp8[(sf >> (16 * v + 8)) & 0xFFu] * sb.y, acc);
+          float s0, s1;   // the two sfa scales of the chunk
+          if constexpr (KBIT_NVFP4_CVT) {
+            const uint32_t h = ptx::cvt_f16x2_e4m3x2(sf >> (16 * v));
+            const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+            s0 = f.x;
+            s1 = f.y;
+          } else {
+            s0 = fp8[(sf >> (16 * v)) & 0xFFu];
+            s1 = fp8[(sf >> (16 * v + 8)) & 0xFFu];
+          }
+          acc = fmaf(float(p0 - n0), s0 * sb.x, acc);
+          acc = fmaf(float(p1 - n1), s1 * sb.y, acc);
         }
       }
       const int row = out.row;

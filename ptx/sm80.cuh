@@ -10,6 +10,11 @@
 #ifndef KBIT_HAS_BULK_COPY
 #define KBIT_HAS_BULK_COPY 0
 #endif
+// Defined to 1 by families with a one-instruction e4m3 -> f16 conversion
+// (sm90.cuh: cvt_f16x2_e4m3x2).
+#ifndef KBIT_HAS_E4M3_CVT
+#define KBIT_HAS_E4M3_CVT 0
+#endif
 // Shared memory per SM of the smallest GPU the family runs on, in KB: 100 for
 // this family (sm_86, sm_89 and sm_12x run it; sm_80 has 164); sm90.cuh and
 // later define 228 (H100/H200, B200).

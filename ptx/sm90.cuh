@@ -13,11 +13,22 @@
 #define KBIT_HAS_BULK_COPY 1
 #define KBIT_HAS_VEC_RED 1
 #define KBIT_SMEM_PER_SM_KB 228
+// e4m3 -> f16 conversion in one instruction (sm_89 and later).
+#define KBIT_HAS_E4M3_CVT 1
 
 #include "sm80.cuh"
 
 namespace kbit {
 namespace ptx {
+
+// ---- fp8 conversion (PTX ISA cvt, .e4m3x2 source, sm_89+) ----------------------
+// Two e4m3 codes, bits 7..0 and 15..8 of `codes`, to an f16x2 (low half from
+// the low byte); exact, NaN codes stay NaN. Bits above 15 are ignored.
+__device__ __forceinline__ uint32_t cvt_f16x2_e4m3x2(uint32_t codes) {
+  uint32_t d;
+  asm("{\n .reg .b16 c;\n cvt.u16.u32 c, %1;\n cvt.rn.f16x2.e4m3x2 %0, c;\n}\n" : "=r"(d) : "r"(codes));
+  return d;
+}
 
 // ---- bulk copy (PTX ISA 9.7.9.25.4.1 cp.async.bulk) -----------------------------
 // Global -> this CTA's shared memory, `bytes` (a multiple of 16; both addresses

@@ -63,3 +63,18 @@ void fastdiv_of(torch::Tensor d, torch::Tensor out) {
   fastdiv_of_kernel<<<(n + 255) / 256, 256>>>(reinterpret_cast<const uint32_t*>(d.data_ptr()),
                                                reinterpret_cast<uint32_t*>(out.data_ptr()), n);
 }
+
+#if KBIT_HAS_E4M3_CVT
+// cvt_f16x2_e4m3x2 (sm90 family) on every pair of codes: thread i converts
+// code pair i (low byte, high byte) with junk above bit 15, which the wrapper
+// must ignore; out[2i], out[2i + 1] = the two halves as floats.
+__global__ void e4m3_cvt_kernel(float* out) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t h = kbit::ptx::cvt_f16x2_e4m3x2(i | 0xABCD0000u);
+  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+  out[2 * i] = f.x;
+  out[2 * i + 1] = f.y;
+}
+
+void e4m3_cvt(torch::Tensor out) { e4m3_cvt_kernel<<<256, 256>>>(out.data_ptr<float>()); }
+#endif

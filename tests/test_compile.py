@@ -81,17 +81,18 @@ def test_standalone_tool_compiles(tool, tmp_path):
 
 
 @needs_nvcc
-def test_gpu_wrapper_tests_compile(tmp_path):
+@pytest.mark.parametrize("family,arch", [("sm80", "sm_80"), ("sm90", "sm_90a")])
+def test_gpu_wrapper_tests_compile(tmp_path, family, arch):
     """The GPU wrapper tests' extension source (tests/ptx_wrappers_test.cu with
-    the sm80 family header and fastdiv.h) compiles for sm_80 here (device code,
-    -cubin: ~25 s instead of ~65 with the host compile of the torch headers),
-    so a broken test kernel shows up in CI rather than in a device session."""
+    a family header and fastdiv.h) compiles here (device code, -cubin: ~25 s
+    instead of ~65 with the host compile of the torch headers), so a broken
+    test kernel shows up in CI rather than in a device session."""
     import sysconfig
     from torch.utils.cpp_extension import include_paths
     from test_gpu_wrappers import wrapper_test_source
     src = tmp_path / "wrappers.cu"
-    src.write_text(wrapper_test_source())
+    src.write_text(wrapper_test_source(family))
     incs = [f"-I{p}" for p in include_paths() + [sysconfig.get_paths()["include"]]]
-    proc = subprocess.run(["nvcc", "-cubin", "-O1", "-std=c++17", "-arch=sm_80", *incs, "-o", str(tmp_path / "w.cubin"),
+    proc = subprocess.run(["nvcc", "-cubin", "-O1", "-std=c++17", f"-arch={arch}", *incs, "-o", str(tmp_path / "w.cubin"),
                            str(src)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr[-3000:]

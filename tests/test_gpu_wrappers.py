@@ -1,6 +1,7 @@
 """PTX wrapper unit tests on the GPU: the MMA fragment order and ldmatrix's
-lane/register mapping, with a tiny kernel against torch, and the device-side
-FastDiv multiplier against exact integer arithmetic (skip without CUDA)."""
+lane/register mapping, with a tiny kernel against torch, the device-side
+FastDiv multiplier against exact integer arithmetic, and the sm90 family's
+e4m3 conversion against torch's float8 (skip without CUDA)."""
 from pathlib import Path
 
 import pytest
@@ -11,12 +12,13 @@ from conftest import requires_sm80
 HERE = Path(__file__).resolve().parent
 
 
-def wrapper_test_source() -> str:
-    """The extension's CUDA source: the sm80 family header, fastdiv.h and
-    tests/ptx_wrappers_test.cu (tests/test_compile.py builds it without a GPU)."""
+def wrapper_test_source(family: str = "sm80") -> str:
+    """The extension's CUDA source: a family header (sm80, or sm90 for its
+    own wrappers), fastdiv.h and tests/ptx_wrappers_test.cu
+    (tests/test_compile.py builds both without a GPU)."""
     import submission as S
     seen: set = set()   # (fastdiv.h once, whether or not the family header includes it)
-    return ('#include <torch/extension.h>\n' + S._expand("sm80.cuh", seen) + S._expand("fastdiv.h", seen) +
+    return ('#include <torch/extension.h>\n' + S._expand(f"{family}.cuh", seen) + S._expand("fastdiv.h", seen) +
             (HERE / "ptx_wrappers_test.cu").read_text())
 
 
@@ -32,6 +34,37 @@ def ext():
         "void fastdiv_of(torch::Tensor, torch::Tensor);"],
         cuda_sources=[src], functions=["mma_fragment", "ldmatrix", "fastdiv_of"],
         extra_cuda_cflags=S.NVCC_FLAGS + [S.gencode(S.arch_tag("sm80", cap))])
+
+
+@pytest.fixture(scope="module")
+def ext90():
+    import submission as S
+    from torch.utils.cpp_extension import load_inline
+    cap = torch.cuda.get_device_capability()
+    return load_inline(name="kbit_wrapper_tests_" + S.arch_tag("sm90", cap), cpp_sources=[
+        "void e4m3_cvt(torch::Tensor);"], cuda_sources=[wrapper_test_source("sm90")], functions=["e4m3_cvt"],
+        extra_cuda_cflags=S.NVCC_FLAGS + [S.gencode(S.arch_tag("sm90", cap))])
+
+
+requires_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
+                                   reason="needs a CUDA GPU of compute capability >= 9.0 (the sm90 family)")
+
+
+@requires_sm90
+def test_cvt_f16x2_e4m3x2_every_pair(ext90):
+    """Every pair of e4m3 codes against torch's float8_e4m3fn, NaNs included
+    (the nvfp4 kernel's sfa scales on the sm90 family)."""
+    out = torch.full((2 * 65536,), -7.0, device="cuda")
+    ext90.e4m3_cvt(out)
+    codes = torch.arange(65536)
+    lo = (codes & 0xFF).to(torch.uint8).view(torch.float8_e4m3fn).float()
+    hi = (codes >> 8).to(torch.uint8).view(torch.float8_e4m3fn).float()
+    ref = torch.stack([lo, hi], 1).reshape(-1)
+    got = out.cpu()
+    nan = torch.isnan(ref)
+    assert torch.equal(torch.isnan(got), nan)
+    assert torch.equal(got[~nan], ref[~nan])
+    assert torch.equal(torch.signbit(got[~nan]), torch.signbit(ref[~nan]))   # -0 stays -0
 
 
 @requires_sm80
