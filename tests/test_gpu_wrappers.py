@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from conftest import requires_sm80
+from conftest import requires_sm80, requires_sm90
 
 HERE = Path(__file__).resolve().parent
 
@@ -44,10 +44,6 @@ def ext90():
     return load_inline(name="kbit_wrapper_tests_" + S.arch_tag("sm90", cap), cpp_sources=[
         "void e4m3_cvt(torch::Tensor);"], cuda_sources=[wrapper_test_source("sm90")], functions=["e4m3_cvt"],
         extra_cuda_cflags=S.NVCC_FLAGS + [S.gencode(S.arch_tag("sm90", cap))])
-
-
-requires_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
-                                   reason="needs a CUDA GPU of compute capability >= 9.0 (the sm90 family)")
 
 
 @requires_sm90
