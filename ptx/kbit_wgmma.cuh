@@ -354,7 +354,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   // next slot, and the previous one (unit u - 1's) is released for a refill.
   int slot = 0;
 
-  TilePos pos = locate_tile<Cfg>(sh.u_begin / sh.k_tiles, sh.S, slot_start, p.offsets, p.E);
+  TilePos pos = locate<Cfg>(p, sh.u_begin / sh.k_tiles, sh.S, slot_start);
   int kt = sh.u_begin % sh.k_tiles;
   uint32_t accumulate = 0;
   float acc[Cfg::kNT][Cfg::kMTiles][4];
@@ -386,7 +386,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     finish_tile<Cfg>(p, sh, pos, acc, cb_max, scratch, tid, warp, lane, MmaWarpsSync<Cfg>{});
     kt = 0;
     accumulate = 0;
-    if (u + 1 < sh.u_end) pos = locate_tile<Cfg>(pos.tile + 1, sh.S, slot_start, p.offsets, p.E);
+    if (u + 1 < sh.u_end) pos = locate<Cfg>(p, pos.tile + 1, sh.S, slot_start);
   };
 
   // Unrolled by two so that both fragment sets stay in fixed registers.

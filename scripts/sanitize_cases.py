@@ -4,7 +4,9 @@ empty experts, M = 1 .. 300 (each with the mma.sync tiled kernel, the decode ker
 and, in the sm90 family, the wgmma tiled kernel: forced, two tiles per warp at M = 17 and 50 with
 N < 512, three at M = 20 and 50 with N >= 512, all with the copy warpgroup, as are the 128-row tiles:
 one CTA per tile at M = 300 dense, 12 MMA warps and stream-K at M = 300 grouped; the CUDA-core
-kernel where it applies: dense M = 1 and every grouped case), and nvfp4 with plain and blocked scales.
+kernel where it applies: dense M = 1 and every grouped case), a dense layer whose offsets are not {0, M}
+(each kernel choice), and nvfp4 with plain
+and blocked scales.
 
 SANITIZE_KERNELS (space-separated, "auto" for the choice by shape) limits the
 kernel list, e.g. to the kernels a change touched when the device time is short;
@@ -47,6 +49,14 @@ for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhe
         ok, msg = R.check_implementation(d, S.custom_kernel(R.KbitGemmInput(*(t.clone() for t in d))))
         bad += not ok
         print(kernel, spec, ok, msg)
+    # Dense offsets that are not {0, M} (the tiled kernels place a dense layer's
+    # tiles by M): NaN everywhere, nothing read or written out of bounds.
+    d = R.generate_input("kbit_gemm", seed=1, device="cuda", m=200, n=264, k=1024, bits=4, dtype="float16")
+    out = S.custom_kernel(R.KbitGemmInput(*d[:4], torch.tensor([0, 100], dtype=torch.int32, device="cuda"),
+                                          d.c.clone()))
+    ok = bool(torch.isnan(out).all())
+    bad += not ok
+    print(kernel, "dense offsets [0, 100] of 200 rows: all NaN", ok)
 os.environ.pop("KBIT_KERNEL", None)
 # k % 2048 == 0: two-chunk elements; (10, 16384, 1), (3, 4096, 2): fewer rows than warps in a CTA;
 # k % 256 != 0 (50, 1088, 2): plain scales loaded per lane, all others staged in shared memory

@@ -288,12 +288,14 @@ def test_kbit_cuda_graph(experts):
 
 @requires_sm80
 @pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma", "gemv"])
-@pytest.mark.parametrize("experts,m,offsets", [(4, 20, [0, 5, 3, 12, 20]), (1, 3, [0, 2])])
+@pytest.mark.parametrize("experts,m,offsets", [(4, 20, [0, 5, 3, 12, 20]), (1, 3, [0, 2]), (1, 200, [0, 100])])
 def test_kbit_bad_offsets_are_loud(kernel, experts, m, offsets, monkeypatch):
     """Offsets that do not partition the rows: the kernel writes NaN everywhere
-    (no host sync by default); with KBIT_VALIDATE_OFFSETS=1 a ValueError."""
+    (no host sync by default); with KBIT_VALIDATE_OFFSETS=1 a ValueError. (The
+    tiled kernels place a dense layer's tiles by M, not by its offsets: 200 rows
+    with offsets {0, 100} span several slots that the offsets do not describe.)"""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
-    data = generate(dict(problem="kbit_gemm", m=m, n=64, k=64, bits=3, dtype="float16", experts=experts,
+    data = generate(dict(problem="kbit_gemm", m=m, n=64, k=1024, bits=3, dtype="float16", experts=experts,
                          seed=1), "cuda")
     bad = R.KbitGemmInput(*data[:4], torch.tensor(offsets, dtype=torch.int32, device="cuda"),
                           data.c.clone())
