@@ -5,8 +5,7 @@ and, in the sm90 family, the wgmma tiled kernel: forced, two tiles per warp at M
 N < 512, three at M = 20 and 50 with N >= 512, all with the copy warpgroup, as are the 128-row tiles:
 one CTA per tile at M = 300 dense, 12 MMA warps and stream-K at M = 300 grouped; the CUDA-core
 kernel where it applies: dense M = 1 and every grouped case), a dense layer whose offsets are not {0, M}
-(each kernel choice), and nvfp4 with plain
-and blocked scales.
+(each kernel choice), and nvfp4 with plain and blocked scales.
 
 SANITIZE_KERNELS (space-separated, "auto" for the choice by shape) limits the
 kernel list, e.g. to the kernels a change touched when the device time is short;
