@@ -16,11 +16,14 @@ namespace {
 
 void check(const char* err) { TORCH_CHECK(err == nullptr, err ? err : ""); }
 
-// Split-tile workspace and arrival counters, per device, grown on demand and
-// then reused: a steady-state call allocates nothing. The kernel returns both to
-// zero, so they are zeroed only when allocated.
+// Split-tile workspaces and arrival counters, per device, grown on demand and
+// then reused: a steady-state call allocates nothing. Every kernel returns the
+// counters to zero, so they are zeroed only when allocated. The decode kernel
+// also needs its workspace zero between launches (its slots carry markers)
+// and leaves it so; the tiled kernels store a tile's first part before any
+// other is added and never clear theirs (finish_tile): each has its own.
 struct Scratch {
-  at::Tensor workspace, counters;
+  at::Tensor workspace, decode_workspace, counters;
 };
 std::mutex g_mu;
 std::vector<Scratch> g_scratch(64);
@@ -28,11 +31,12 @@ std::vector<Scratch> g_scratch(64);
 std::pair<float*, int32_t*> scratch_for(const at::Device& dev, const kbit_api::KbitPlan& plan) {
   std::lock_guard<std::mutex> lock(g_mu);
   Scratch& s = g_scratch.at(dev.index());
-  if (!s.workspace.defined() || size_t(s.workspace.numel()) < plan.workspace_floats)
-    s.workspace = at::zeros({int64_t(plan.workspace_floats)}, at::TensorOptions().dtype(at::kFloat).device(dev));
+  at::Tensor& ws = plan.decode ? s.decode_workspace : s.workspace;
+  if (!ws.defined() || size_t(ws.numel()) < plan.workspace_floats)
+    ws = at::zeros({int64_t(plan.workspace_floats)}, at::TensorOptions().dtype(at::kFloat).device(dev));
   if (!s.counters.defined() || size_t(s.counters.numel()) < plan.counters)
     s.counters = at::zeros({int64_t(plan.counters)}, at::TensorOptions().dtype(at::kInt).device(dev));
-  return {s.workspace.data_ptr<float>(), s.counters.data_ptr<int32_t>()};
+  return {ws.data_ptr<float>(), s.counters.data_ptr<int32_t>()};
 }
 
 kbit_api::KbitArgs kbit_args(const at::Tensor& a, const at::Tensor& b_packed, const at::Tensor& b_absmax,

@@ -17,9 +17,10 @@
 //   activation tiles: 4 FMAs per 16 weights) or the fragment (many tiles).
 // * Work is a flat list of units (tile, K-tile), tile = (expert slot, n-block); a
 //   persistent grid splits it evenly ("stream-K"), so every SM streams the same
-//   number of bytes whatever the shape. The CTAs sharing a tile add their parts
-//   with fp32 atomics; the last to arrive writes C (summation order, hence the
-//   last bits, may vary between runs).
+//   number of bytes whatever the shape. The CTAs sharing a tile claim places
+//   in it: the first stores its fp32 part, the middle ones add theirs, the last
+//   adds the others' sum to its own and writes C (finish_tile; summation order,
+//   hence the last bits, may vary between runs).
 // * Global -> shared copies go through a kStages-deep cp.async ring; the expert
 //   offsets are read on the device (no host synchronization, graph capturable).
 //
@@ -27,10 +28,20 @@
 //   v1  pair-LUT dequant, W-as-A mma.sync m16n8k16, stream-K, grouped via offsets.
 //   v2  tables, stream-K share, producer, dequant block and split-tile epilogue
 //       as stages shared with the sm90 wgmma kernel (kbit_wgmma.cuh).
+//   v3  split tiles by claims (finish_tile): the last part stays in registers,
+//       no workspace zeroing; C in 4-byte column pairs without branches, or
+//       staged through shared memory (store_tile_staged, the wgmma kernel).
 #pragma once
 
 #ifndef KBIT_TILED_WIDE_LUT
 #define KBIT_TILED_WIDE_LUT 1   // 0: the 128-byte-row pair table everywhere (A/B), see KbitConfig::kWideLut
+#endif
+
+// Timeline hooks of the tile epilogue (scripts/tc_bench.cu -DTC_TIMELINE;
+// empty by default): finish_tile's steps, in the slots of the current epilogue.
+#ifndef KBIT_EPI_MARK
+#define KBIT_EPI_MARK(step, value)
+#define KBIT_EPI_NEXT()
 #endif
 
 namespace kbit {
@@ -59,6 +70,9 @@ struct KbitConfig {
   static constexpr int BLOCK_M = 8 * kMTiles;
   static constexpr int BLOCK_N = kWarps * 16 * kNT;
   static constexpr bool kScaleAfterMma = kMTiles <= 2;
+  // A finishing split-tile part loads the others' sum this many quads per
+  // group (finish_tile): the group that no configuration spills with.
+  static constexpr int kSumBatch = 8;
 
   // One pipeline stage: the K-tile's plane words and scale bytes of BLOCK_N rows
   // (contiguous in global memory) and the BLOCK_M x 64 activation tile.
@@ -128,8 +142,8 @@ struct KbitParams {
   const float* codebook;   // [2^k]
   const int32_t* offsets;  // [E + 1]
   void* c;                 // [M, N] T, row-major
-  float* workspace;        // [max_tiles][BLOCK_N * BLOCK_M] fp32 sums of split tiles, zero between launches
-  int32_t* counters;       // [max_tiles] arrival counters, zero between launches
+  float* workspace;        // [max_tiles][BLOCK_N * BLOCK_M] fp32 parts of split tiles (finish_tile)
+  int32_t* counters;       // [max_tiles] claim counters (finish_tile), zero between launches
   int M, N, K, E;
   int max_tiles;           // capacity of counters / workspace, in tiles
   KbitLayout layout;
@@ -226,7 +240,7 @@ __device__ bool build_slot_table(int* slot_start, int* scratch, const int32_t* o
 // activation slots in L2).
 // ---------------------------------------------------------------------------
 struct TilePos {
-  int tile;      // nb * S + slot (index of the arrival counter)
+  int tile;      // nb * S + slot (index of the tile's counter)
   int expert;
   int row0;      // first activation row of the slot
   int rows;      // valid activation rows (<= BLOCK_M)
@@ -574,6 +588,32 @@ __device__ __forceinline__ void store_tile(const KbitParams& p, const TilePos& p
   using T = typename Cfg::T;
   T* c = static_cast<T*>(p.c);
   const int g = lane >> 2, t = lane & 3;
+  if ((p.N & 1) == 0) {
+    // Column pairs as one 4-byte store (N even: every pair is aligned). Lanes
+    // l and l ^ 4 hold columns n, n + 1 (n even) of rows 2t and 2t + 1; one
+    // shuffle hands the even lane row 2t, the odd lane row 2t + 1. Predicated
+    // stores, no branches: this code runs a few times per CTA, mostly cold.
+    const int odd = g & 1;
+    const int n0 = pos.n0 + warp * 16 * Cfg::kNT + g - odd;
+    const int m0 = 2 * t + odd;
+    T* base = c + size_t(pos.row0 + m0) * p.N + n0;
+#pragma unroll
+    for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+      for (int mt = 0; mt < Cfg::kMTiles; ++mt) {
+        const float v0 = value(nt, mt, 0), v1 = value(nt, mt, 1), v2 = value(nt, mt, 2), v3 = value(nt, mt, 3);
+        const float r0 = __shfl_xor_sync(0xffffffffu, odd ? v0 : v1, 4);
+        const float r1 = __shfl_xor_sync(0xffffffffu, odd ? v2 : v3, 4);
+        const bool row_ok = mt * 8 + m0 < pos.rows;
+        const int n = n0 + nt * 16;
+        T* at = base + size_t(mt * 8) * p.N + nt * 16;
+        ptx::st_global_pred_b32(at, Elem<T>::pack((odd ? r0 : v0) * out_scale, (odd ? v1 : r0) * out_scale),
+                                row_ok && n < p.N);
+        ptx::st_global_pred_b32(at + 8, Elem<T>::pack((odd ? r1 : v2) * out_scale, (odd ? v3 : r1) * out_scale),
+                                row_ok && n + 8 < p.N);
+      }
+    return;
+  }
 #pragma unroll
   for (int nt = 0; nt < Cfg::kNT; ++nt) {
 #pragma unroll
@@ -589,6 +629,58 @@ __device__ __forceinline__ void store_tile(const KbitParams& p, const TilePos& p
   }
 }
 
+// Bytes of shared memory store_tile_staged needs: the tile as BLOCK_M rows of
+// BLOCK_N values, each row padded by 16 bytes (8 consecutive rows then fall in
+// different banks for stmatrix).
+template <class Cfg>
+__host__ __device__ constexpr int staged_tile_bytes() {
+  return Cfg::BLOCK_M * (Cfg::BLOCK_N * 2 + 16);
+}
+
+// The same stores as store_tile, through shared memory at `stage` (shared
+// address stage_s; staged_tile_bytes, free for the CTA's threads that hold
+// accumulators): stmatrix writes the tile row by row (activation rows, weight
+// columns contiguous), then every thread copies 16-byte pieces of the rows to
+// C. Each warp instruction writes whole 128-byte lines, where store_tile's
+// 4-byte stores write 8 rows x 16 bytes: at the end of a share, when every CTA
+// stores at once, those half-sector writes cost the finishing CTAs 2-4 us.
+// Needs N % 8 == 0 (16-byte rows) and an even kMTiles; `sync` orders the
+// threads' use of the area (and their earlier reads of it: the caller's
+// ring).
+template <class Cfg, class Sync, class Value>
+__device__ __forceinline__ void store_tile_staged(const KbitParams& p, const TilePos& pos, float out_scale, int warp,
+                                                  int lane, int tid, uint8_t* stage, uint32_t stage_s, Sync sync,
+                                                  const Value& value) {
+#if defined(KBIT_HAS_STMATRIX)
+  using T = typename Cfg::T;
+  constexpr int kPitch = Cfg::BLOCK_N * 2 + 16, kChunks = Cfg::BLOCK_N / 8;
+  static_assert(Cfg::kMTiles % 2 == 0, "stmatrix.x4 takes two 8-row groups");
+  sync();   // every thread is done with the area's previous contents
+  const int i = lane >> 3, col = lane & 7;
+#pragma unroll
+  for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+    for (int mt = 0; mt < Cfg::kMTiles; mt += 2) {
+      const int m = (mt + (i >> 1)) * 8 + col, n = warp * 16 * Cfg::kNT + nt * 16 + (i & 1) * 8;
+      ptx::stmatrix_x4_trans(stage_s + m * kPitch + n * 2,
+                             Elem<T>::pack(value(nt, mt, 0) * out_scale, value(nt, mt, 1) * out_scale),
+                             Elem<T>::pack(value(nt, mt, 2) * out_scale, value(nt, mt, 3) * out_scale),
+                             Elem<T>::pack(value(nt, mt + 1, 0) * out_scale, value(nt, mt + 1, 1) * out_scale),
+                             Elem<T>::pack(value(nt, mt + 1, 2) * out_scale, value(nt, mt + 1, 3) * out_scale));
+    }
+  sync();
+  const int chunks = min(kChunks, (p.N - pos.n0) / 8);
+  T* c = static_cast<T*>(p.c) + size_t(pos.row0) * p.N + pos.n0;
+#pragma unroll 4
+  for (int x = tid; x < Cfg::BLOCK_M * kChunks; x += Cfg::kThreads) {
+    const int m = x / kChunks, k = x % kChunks;
+    if (m < pos.rows && k < chunks)
+      *reinterpret_cast<uint4*>(c + size_t(m) * p.N + k * 8) =
+          *reinterpret_cast<const uint4*>(stage + m * kPitch + k * 16);
+  }
+#endif
+}
+
 template <class Cfg>
 __device__ __forceinline__ void zero_acc(float (&acc)[Cfg::kNT][Cfg::kMTiles][4]) {
 #pragma unroll
@@ -600,8 +692,8 @@ __device__ __forceinline__ void zero_acc(float (&acc)[Cfg::kNT][Cfg::kMTiles][4]
 }
 
 // Where thread tid's accumulator quad (nt, mt) sits in a workspace slot. The
-// slot is private to the split-tile protocol (every contributor and the last
-// arriver run the same Cfg, so the same thread holds the same elements), so it
+// slot is private to the split-tile protocol (every part is written and read
+// by the same Cfg, so the same thread holds the same elements), so it
 // is laid out by thread, not by (n, m): a warp's quads are 512 contiguous
 // bytes, added by one vector reduction per quad and read back by 16-byte loads.
 template <class Cfg>
@@ -743,57 +835,103 @@ struct CtaSync {
   __device__ __forceinline__ void operator()() const { __syncthreads(); }
 };
 
-// A tile (or this CTA's part of it) is finished: full tiles go straight to C.
-// Split tile: every contributor adds its part into the tile's fp32 workspace
-// (fire-and-forget atomics), then counts itself in; the last to arrive reads
-// the sums, writes C, and zeroes the region for the next launch. One round
-// trip whatever the number of contributors; the summation order (hence the
-// last bits of the fp32 sum) varies between runs. Whole CTA (barriers). The
-// last to arrive loads all its sums into acc before it stores any: one L2
-// round trip, not one per element. `sync` is the accumulator holders' barrier.
+// A tile (or this CTA's part of it) is finished: a whole tile (`owns`: all of
+// it is this CTA's, sh.owns) goes straight to C. A tile split between CTAs
+// goes through its fp32 workspace slot and its counter, by claims: thread 0
+// claims a place among the tile's parts (bits 15..0 of the counter count
+// claims, bits 31..16 published parts), and the place gives the part's role:
+// * the first stores its part (the workspace is never zeroed) and publishes
+//   it (release);
+// * a middle one waits until the first is published, adds its part (vector
+//   reductions) and publishes it;
+// * the last waits until every other part is published (acquire), adds their
+//   sum to its own part, which stayed in registers, stores C, and zeroes the
+//   counter for the next launch.
+// A part waits only for parts claimed before its own, whose CTAs are running
+// and wait for nothing but a first part, which waits for nothing: no
+// deadlock, whatever the CTA scheduling. The last part adds no reductions of
+// its own and zeroes no workspace, which every CTA did at the end of its share
+// with the protocol before (each its part's adds, the last a read and the
+// zeroing; H100: 70B M = 128 -10 %, results.md v33). The summation order
+// (hence the last bits of the fp32 sum) varies between runs. `sync` is the
+// barrier of the threads that hold accumulators; role_s a shared int;
+// `stage` / `stage_s`: an area for store_tile_staged, or none.
 template <class Cfg, class Sync = CtaSync>
 __device__ __forceinline__ void finish_tile(const KbitParams& p, const StreamKShare& sh, const TilePos& pos,
-                                            float (&acc)[Cfg::kNT][Cfg::kMTiles][4], float out_scale,
-                                            int* flag, int tid, int warp, int lane, Sync sync = {}) {
+                                            bool owns, float (&acc)[Cfg::kNT][Cfg::kMTiles][4], float out_scale,
+                                            int* role_s, int tid, int warp, int lane, Sync sync = {},
+                                            uint8_t* stage = nullptr, uint32_t stage_s = 0) {
   // Opaque indices: the epilogue's per-thread offsets are computed here, not
   // hoisted into the main loop, where they held ~60 registers for the whole
   // kernel (the wgmma kernel's 64-row tile spilled).
   warp = ptx::opaque_int(warp);
   lane = ptx::opaque_int(lane);
-  if (sh.owns(pos.tile)) {
-    store_tile<Cfg>(p, pos, out_scale, warp, lane, [&](int nt, int mt, int q) { return acc[nt][mt][q]; });
+  // C from the accumulators: staged through shared memory where the caller
+  // gives an area (the wgmma kernel, at its share's last tile), else directly.
+  auto store = [&] {
+    const auto value = [&](int nt, int mt, int q) { return acc[nt][mt][q]; };
+    if constexpr (Cfg::kMTiles % 2 == 0)
+      if (stage != nullptr && (p.N & 7) == 0) {
+        store_tile_staged<Cfg>(p, pos, out_scale, warp, lane, tid, stage, stage_s, sync, value);
+        return;
+      }
+    store_tile<Cfg>(p, pos, out_scale, warp, lane, value);
+  };
+  if (owns) {
+    store();
     return;
   }
   const int t = ptx::opaque_int(tid);
   float* ws = p.workspace + size_t(pos.tile) * (Cfg::BLOCK_N * Cfg::BLOCK_M);
-#pragma unroll
-  for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-    for (int mt = 0; mt < Cfg::kMTiles; ++mt)
-      ptx::red_add_f32x4(ws + ws_quad<Cfg>(t, nt, mt), acc[nt][mt][0], acc[nt][mt][1], acc[nt][mt][2], acc[nt][mt][3]);
-  sync();   // the CTA's workspace adds, before thread 0's release
+  int* ctr = p.counters + pos.tile;
   if (tid == 0) {
-    const int arrived = ptx::atom_add_acq_rel_gpu(p.counters + pos.tile, 1);
-    *flag = arrived == sh.last_cta(pos.tile) - sh.first_cta(pos.tile);
-  }
-  sync();   // thread 0's acquire, before the CTA reads the sums
-  if (*flag) {   // last to arrive
-#pragma unroll
-    for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-      for (int mt = 0; mt < Cfg::kMTiles; ++mt) {
-        const float4 v = ptx::ld_global_cg_f32x4(ws + ws_quad<Cfg>(t, nt, mt));
-        acc[nt][mt][0] = v.x; acc[nt][mt][1] = v.y; acc[nt][mt][2] = v.z; acc[nt][mt][3] = v.w;
+    const int others = sh.last_cta(pos.tile) - sh.first_cta(pos.tile);
+    const int place = ptx::atom_add_relaxed_gpu(ctr, 1) & 0xffff;
+    if (place > 0)   // the first part (for a middle one), or every other
+      while ((ptx::ld_acquire_gpu(ctr) >> 16) < (place < others ? 1 : others)) {
       }
+    *role_s = place == 0 ? 0 : place < others ? 1 : 2;
+  }
+  sync();   // thread 0's claim and acquire, before the CTA's accesses
+  const int role = *role_s;
+  KBIT_EPI_MARK(1, kbit_mark_now());
+  if (role < 2) {
 #pragma unroll
     for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll
       for (int mt = 0; mt < Cfg::kMTiles; ++mt)
-        *reinterpret_cast<float4*>(ws + ws_quad<Cfg>(t, nt, mt)) = make_float4(0.f, 0.f, 0.f, 0.f);
-    store_tile<Cfg>(p, pos, out_scale, warp, lane, [&](int nt, int mt, int q) { return acc[nt][mt][q]; });
-    if (tid == 0) p.counters[pos.tile] = 0;   // ready for the next launch
+        ptx::st_or_red_f32x4(ws + ws_quad<Cfg>(t, nt, mt), acc[nt][mt][0], acc[nt][mt][1], acc[nt][mt][2],
+                             acc[nt][mt][3], role == 1);
+    sync();   // the CTA's stores or adds, before thread 0's release
+    if (tid == 0) ptx::red_add_release_gpu(ctr, 1 << 16);
+    KBIT_EPI_MARK(2, kbit_mark_now());
+    return;
   }
-  sync();
+  KBIT_EPI_MARK(2, kbit_mark_now());
+  // The others' sum, added to this part (which stays in registers), in
+  // groups of Cfg::kSumBatch quads (ptxas schedules the loads). The group
+  // size is the one with which no configuration spills: 8 for the mma.sync
+  // kernel (4 spills on sm_100a), 4 for the wgmma kernel (8, or each group
+  // made to wait for the previous one, spills some three-tile ones).
+  constexpr int kQuads = Cfg::kNT * Cfg::kMTiles, kBatch = Cfg::kSumBatch;
+  const float* base = ws + ws_quad<Cfg>(t, 0, 0);   // (quad q of this thread: base + q 4 kThreads)
+#pragma unroll
+  for (int b = 0; b < kQuads; b += kBatch) {
+    float4 v[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j)
+      if (b + j < kQuads) v[j] = ptx::ld_global_cg_f32x4(base + (b + j) * 4 * Cfg::kThreads);
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j)
+      if (b + j < kQuads) {
+        float* a = acc[(b + j) / Cfg::kMTiles][(b + j) % Cfg::kMTiles];
+        a[0] += v[j].x; a[1] += v[j].y; a[2] += v[j].z; a[3] += v[j].w;
+      }
+  }
+  KBIT_EPI_MARK(5, kbit_mark_after(acc[Cfg::kNT - 1][Cfg::kMTiles - 1][3]));
+  store();
+  if (tid == 0) *ctr = 0;   // every other part is counted: ready for the next launch
+  sync();   // (role_s is read again at the next split tile)
 }
 
 // ---------------------------------------------------------------------------
@@ -844,7 +982,7 @@ kbit_gemm_kernel(const KbitParams p) {
                    rot, warp, lane);
 
     if (++kt < sh.k_tiles && u + 1 < sh.u_end) continue;
-    finish_tile<Cfg>(p, sh, pos, acc, cb_max, scratch, tid, warp, lane);
+    finish_tile<Cfg>(p, sh, pos, sh.owns(pos.tile), acc, cb_max, scratch, tid, warp, lane);
     zero_acc<Cfg>(acc);
     kt = 0;
     if (u + 1 < sh.u_end) pos = locate<Cfg>(p, pos.tile + 1, sh.S, slot_start);

@@ -54,6 +54,11 @@
 //       one CTA per tile where such tiles fill most of one wave (launch.cuh
 //       wgmma_config_for). H100: Llama-3-70B M = 32 76 vs 90 us, M = 64 13 %,
 //       128 rows 15-20 % faster (docs/results.md v23).
+//   v8  one copy of the tile epilogue in the loop (it mostly runs cold); the
+//       share's last tile stores C staged through the ring
+//       (store_tile_staged); split tiles by claims (kbit_gemm.cuh,
+//       finish_tile). H100: Llama-3-70B M = 128 10 %, M = 64 4-5 %, 8B
+//       M = 64 9 % faster (docs/results.md v33).
 #pragma once
 
 #include <cuda.h>   // CUtensorMap (the type only; the host encodes it through the runtime's driver entry point)
@@ -81,8 +86,26 @@ struct WgmmaParams : KbitParams {
 #define KBIT_WGMMA_COPY_REGS 24   // registers per thread of a copy warpgroup (setmaxnreg.dec)
 #endif
 
+#ifndef KBIT_WGMMA_STAGED_STORE
+#define KBIT_WGMMA_STAGED_STORE 1   // 0: the share's last tile stores C from registers too (A/B)
+#endif
+
 #ifndef KBIT_WGMMA_WIDE_LUT
 #define KBIT_WGMMA_WIDE_LUT 1   // 0: the 128-byte-row pair table (A/B)
+#endif
+// Timing probes (scripts/tc_bench.cu; the results are wrong): bit 0 issues no
+// MMAs (the fragments are folded into the accumulators so that their
+// dequantization stays), bit 1 dequantizes only each warp's first unit (the
+// MMAs reuse its fragments), bit 2 skips the tile epilogues, bit 3 stores
+// every contributor's part of a tile straight to C (no workspace sums).
+#ifndef KBIT_WGMMA_PROBE
+#define KBIT_WGMMA_PROBE 0
+#endif
+// Timeline hooks (scripts/tc_bench.cu -DTC_TIMELINE): thread 0 records a
+// value in a per-CTA slot (KBIT_WGMMA_MARK) or in the current tile
+// epilogue's slots (KBIT_EPI_MARK, also in finish_tile). Empty by default.
+#ifndef KBIT_WGMMA_MARK
+#define KBIT_WGMMA_MARK(slot, value)
 #endif
 
 // Bytes of one ring stage: the activation tile (first: wgmma's swizzled
@@ -123,6 +146,7 @@ struct WgmmaConfig {
   static constexpr int BLOCK_N = kWarps * 16 * kNT;
   static constexpr int kPieceN = BLOCK_M < 64 ? BLOCK_M : 64;   // wgmma N of one instruction
   static constexpr int kPieces = BLOCK_M / kPieceN;
+  static constexpr int kSumBatch = 4;   // (finish_tile's loads of a split tile's sum; see KbitConfig)
 
   static constexpr int kABytes = BLOCK_M * kTileK * 2;
   static constexpr int kWBytes = BLOCK_N * 2 * kBits * 4;
@@ -244,6 +268,17 @@ template <class Cfg>
 __device__ __forceinline__ void wgmma_ktile(float (&acc)[Cfg::kNT][Cfg::kMTiles][4],
                                             const uint32_t (&f)[Cfg::kNT][4][4], uint32_t a_stage,
                                             uint32_t accumulate) {
+  if constexpr (KBIT_WGMMA_PROBE & 1) {
+#pragma unroll
+    for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        float& x = acc[nt][s % Cfg::kMTiles][s / Cfg::kMTiles % 4];
+        x = __uint_as_float((accumulate ? __float_as_uint(x) : 0u) ^ f[nt][s][0] ^ f[nt][s][1] ^ f[nt][s][2] ^
+                            f[nt][s][3]);
+      }
+    return;
+  }
   const uint32_t lo = ptx::wgmma_desc_sw128_kmajor_lo(a_stage);
   ptx::wgmma_fence();
 #pragma unroll
@@ -301,8 +336,10 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     ptx::fence_mbarrier_init();
   }
   // (build_tables ends with a CTA barrier: the barriers are initialized for all.)
+  KBIT_WGMMA_MARK(0, kbit_mark_now());
   const float cb_max = build_tables<WgmmaSetup<Cfg>>(lut, e4m4, cb_s, scratch, slot_start, p, tid);
   if (cb_max < 0.f) return;
+  KBIT_WGMMA_MARK(1, kbit_mark_now());
 
   const StreamKShare sh = StreamKShare::of<Cfg>(p, slot_start);
   if (sh.u_begin == sh.u_end) return;
@@ -347,56 +384,103 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     phases ^= 1u << s;
   };
   wait_full(0);
+  KBIT_WGMMA_MARK(2, kbit_mark_now());
 
   uint32_t fa[Cfg::kNT][4][4], fb[Cfg::kNT][4][4];
   dequant_ktile<Cfg>(fa, ring, lut_bytes, lane_off, e4m4, rot, warp, lane);
+  if constexpr (KBIT_WGMMA_PROBE & 2) memcpy(fb, fa, sizeof fa);
   // Ring slot of the unit whose MMAs are issued next; unit u + 1 sits in the
   // next slot, and the previous one (unit u - 1's) is released for a refill.
   int slot = 0;
 
   TilePos pos = locate<Cfg>(p, sh.u_begin / sh.k_tiles, sh.S, slot_start);
   int kt = sh.u_begin % sh.k_tiles;
+  bool from_start = kt == 0;   // the tile's first unit is in this share
   uint32_t accumulate = 0;
+  // The loop counts units from the share's start (i), so that the share's
+  // bounds are not held in registers through it.
+  constexpr bool kStagedStore = KBIT_WGMMA_STAGED_STORE && Cfg::kMTiles % 2 == 0 &&
+                                staged_tile_bytes<Cfg>() <= Cfg::kStages * Cfg::kStageBytes;
   float acc[Cfg::kNT][Cfg::kMTiles][4];
 
-  // One unit: its MMAs (fragments cur), then unit u + 1 made ready and
-  // dequantized into nxt while they run, then the tile's epilogue if it ends.
-  auto step = [&](int u, const uint32_t (&cur)[Cfg::kNT][4][4], uint32_t (&nxt)[Cfg::kNT][4][4]) {
+  const int units = sh.u_end - sh.u_begin;
+  // One unit (the share's i-th): its MMAs (fragments cur), then unit i + 1
+  // made ready and dequantized into nxt while they run. True where the unit
+  // ends its tile (or the share).
+  auto step = [&](int i, const uint32_t (&cur)[Cfg::kNT][4][4], uint32_t (&nxt)[Cfg::kNT][4][4]) {
     wgmma_ktile<Cfg>(acc, cur, ring_s + slot * Cfg::kStageBytes, accumulate);
     accumulate = 1;
     const int prev = slot == 0 ? Cfg::kStages - 1 : slot - 1;
     slot = next_slot(slot);
-    if (u + 1 < sh.u_end) {
-      ptx::wgmma_wait<1>();   // this warp's MMAs of unit u - 1 are done
+    if (i + 1 < units) {
+      ptx::wgmma_wait<1>();   // this warp's MMAs of unit i - 1 are done
       if constexpr (Cfg::kCopyWarp) {
-        // This warp's reads of slot u - 1 (its MMAs', its dequantization's) are
+        // This warp's reads of slot i - 1 (its MMAs', its dequantization's) are
         // done: released to the copy warp (arrive releases, its wait acquires).
         // At the share's first unit the previous slot holds no unit.
-        if (u > sh.u_begin && lane == 0) ptx::mbarrier_arrive(empty_s + 8 * prev);
+        if (i > 0 && lane == 0) ptx::mbarrier_arrive(empty_s + 8 * prev);
       } else {
-        __syncthreads();      // ... every warp's, and its reads of slot u - 1: it may be refilled
+        __syncthreads();      // ... every warp's, and its reads of slot i - 1: it may be refilled
         if (warp == 0)
           prod.produce(p, sh, slot_start, tid, ring_s + prev * Cfg::kStageBytes, bar_s + 8 * prev);
       }
-      wait_full(slot);        // unit u + 1's copies
-      dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, warp, lane);
+      wait_full(slot);        // unit i + 1's copies
+      if constexpr (!(KBIT_WGMMA_PROBE & 2))
+        dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, warp, lane);
     }
-    if (++kt < sh.k_tiles && u + 1 < sh.u_end) return;
+    return !(++kt < sh.k_tiles && i + 1 < units);
+  };
+  // The tile's epilogue after its last unit, the share's i-th. At the
+  // share's last tile the ring is free once every MMA warp is done with its
+  // last unit (the copies all landed), so C goes out staged through it.
+  auto epilogue = [&](int i) {
+    const bool owns = from_start && kt == sh.k_tiles;   // (kt counted past the tile's last unit)
+    KBIT_EPI_MARK(0, kbit_mark_now());
     ptx::wgmma_wait<0>();
-    finish_tile<Cfg>(p, sh, pos, acc, cb_max, scratch, tid, warp, lane, MmaWarpsSync<Cfg>{});
+    if constexpr (KBIT_WGMMA_PROBE & 8)
+      store_tile<Cfg>(p, pos, cb_max, warp, lane, [&](int nt, int mt, int q) { return acc[nt][mt][q]; });
+    else if constexpr (KBIT_WGMMA_PROBE & 4) {
+      uint32_t x = 0;   // (keeps the MMAs: their results feed a store that never happens)
+#pragma unroll
+      for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+        for (int mt = 0; mt < Cfg::kMTiles; ++mt)
+#pragma unroll
+          for (int q = 0; q < 4; ++q) x ^= __float_as_uint(acc[nt][mt][q]);
+      if (x == 0x9e3779b9u) p.workspace[tid] = 1.f;
+    } else {
+      const bool staged = kStagedStore && i + 1 == units;
+      finish_tile<Cfg>(p, sh, pos, owns, acc, cb_max, scratch, tid, warp, lane, MmaWarpsSync<Cfg>{},
+                       staged ? ring : nullptr, staged ? ring_s : 0u);
+    }
+    KBIT_EPI_MARK(3, kbit_mark_now());
+    KBIT_EPI_MARK(4, owns ? 0 : scratch[0] == 2 ? 2 : 1);   // whole tile; split, or split and last
+    KBIT_EPI_NEXT();
     kt = 0;
+    from_start = true;
     accumulate = 0;
-    if (u + 1 < sh.u_end) pos = locate<Cfg>(p, pos.tile + 1, sh.S, slot_start);
+    // (S from shared memory, not a register held through the loop for this.)
+    if (i + 1 < units) pos = locate<Cfg>(p, pos.tile + 1, ptx::opaque_int(slot_start[p.E]), slot_start);
   };
 
-  // Unrolled by two so that both fragment sets stay in fixed registers.
-  for (int u = sh.u_begin; u < sh.u_end; u += 2) {
-    step(u, fa, fb);
-    if (u + 1 < sh.u_end) step(u + 1, fb, fa);
+  // Unrolled by two so that both fragment sets stay in fixed registers, with
+  // one copy of the epilogue: its code runs rarely and mostly cold (at the
+  // end of the share, after the L2 has streamed the weights), so it should be
+  // short. A tile that ends after an odd unit leaves the next unit's
+  // fragments in fb: they move to fa (its MMAs retired in the epilogue).
+  for (int i = 0; i < units;) {
+    bool odd = true;
+    if (!step(i++, fa, fb)) {
+      odd = false;
+      if (!step(i++, fb, fa)) continue;
+    }
+    epilogue(i - 1);
+    if (odd && i < units) memcpy(fa, fb, sizeof fa);
   }
   // (The last step waited already; without this ptxas cannot prove that no
   // MMA is pending at the exit and serializes every wgmma of the loop.)
   ptx::wgmma_wait<0>();
+  KBIT_WGMMA_MARK(31, kbit_mark_now());
 }
 
 }  // namespace kbit

@@ -719,6 +719,9 @@ struct RunFn {
 }  // namespace kbit
 
 // ---- the API of api.h --------------------------------------------------------
+// (KBIT_LAUNCH_NO_API: left out by the standalone tools in scripts/, which
+// instantiate only the configurations they time.)
+#ifndef KBIT_LAUNCH_NO_API
 namespace kbit_api {
 
 const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
@@ -836,3 +839,4 @@ int has_tcgen05() { return 0; }
 #endif
 
 }  // namespace kbit_api
+#endif  // KBIT_LAUNCH_NO_API

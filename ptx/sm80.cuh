@@ -143,6 +143,17 @@ __device__ __forceinline__ void red_add_f32x4(float* p, float a, float b, float 
   asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p + 2), "f"(c) : "memory");
   asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p + 3), "f"(d) : "memory");
 }
+// Stores four consecutive floats, or (add) adds them as red_add_f32x4 does:
+// predicated, no branch (a split-tile part is stored or added by the same code).
+__device__ __forceinline__ void st_or_red_f32x4(float* p, float a, float b, float c, float d, bool add) {
+  asm volatile(
+      "{\n .reg .pred q;\n setp.ne.b32 q, %5, 0;\n"
+      " @!q st.global.v4.f32 [%0], {%1, %2, %3, %4};\n"
+      " @q red.global.add.f32 [%0], %1;\n @q red.global.add.f32 [%0+4], %2;\n"
+      " @q red.global.add.f32 [%0+8], %3;\n @q red.global.add.f32 [%0+12], %4;\n}\n" ::"l"(p),
+      "f"(a), "f"(b), "f"(c), "f"(d), "r"(int(add))
+      : "memory");
+}
 #endif
 
 // ---- split-tile arrival counter (PTX ISA 9.7.13.5 atom, memory model 8) -------
@@ -155,6 +166,28 @@ __device__ __forceinline__ int atom_add_acq_rel_gpu(int* p, int v) {
   int old;
   asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
   return old;
+}
+
+// The split-tile claim protocol's counter (kbit_gemm.cuh, finish_tile): a
+// contributor publishes its part with a release add, and the one that goes
+// on polls with an acquire load until the parts it needs are counted.
+__device__ __forceinline__ void red_add_release_gpu(int* p, int v) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
+}
+__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+// A 32-bit global store under a predicate: no branch around it (an epilogue
+// stores up to 48 of these per thread, and each branch region would add its
+// own instructions to code that mostly runs cold).
+__device__ __forceinline__ void st_global_pred_b32(void* p, uint32_t v, bool pred) {
+  asm volatile(
+      "{\n .reg .pred q;\n setp.ne.b32 q, %2, 0;\n @q st.global.b32 [%0], %1;\n}\n" ::"l"(p), "r"(v),
+      "r"(int(pred))
+      : "memory");
 }
 
 // ---- relaxed gpu-scope accesses (PTX ISA memory consistency model, 8.7) --------

@@ -57,6 +57,28 @@ __device__ __forceinline__ void cp_async_bulk_tensor_2d_g2s(uint32_t dst, const 
 __device__ __forceinline__ void red_add_f32x4(float* p, float a, float b, float c, float d) {
   asm volatile("red.global.add.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
+// Stores four consecutive floats, or (add) adds them in one vector reduction:
+// predicated, no branch (a split-tile part is stored or added by the same code).
+__device__ __forceinline__ void st_or_red_f32x4(float* p, float a, float b, float c, float d, bool add) {
+  asm volatile(
+      "{\n .reg .pred q;\n setp.ne.b32 q, %5, 0;\n"
+      " @!q st.global.v4.f32 [%0], {%1, %2, %3, %4};\n"
+      " @q red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n}\n" ::"l"(p),
+      "f"(a), "f"(b), "f"(c), "f"(d), "r"(int(add))
+      : "memory");
+}
+
+// ---- stmatrix (PTX ISA 9.7.14.5.16, .trans: sm_90) ------------------------------
+// Four 8x8 b16 matrices to shared memory, transposed: register i of lane l
+// holds row l / 4, columns 2 (l % 4) and + 1 of matrix i (the mma fragment
+// layout); lane 8 i + c gives the 16-byte-aligned address that receives
+// column c of matrix i (its 8 rows, 16 bytes).
+#define KBIT_HAS_STMATRIX 1
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r0),
+               "r"(r1), "r"(r2), "r"(r3)
+               : "memory");
+}
 
 // ---- register reallocation (PTX ISA, miscellaneous: setmaxnreg; sm_90a) --------
 // Every warp of the executing warpgroup sets its per-thread register count to

@@ -133,3 +133,17 @@ inline double median_graph_us(cudaGraphExec_t ge, cudaStream_t st, int iters) {
   std::sort(t.begin(), t.end());
   return double(t[3]);
 }
+
+// Time per call in microseconds of body() (launches on st) under graph
+// replay: `iters` captured (L2 flush, body) pairs, the median replay
+// (median_graph_us), flushes included (subtract the same for an empty body).
+template <class Body>
+double flushed_graph_us(cudaStream_t st, int iters, const L2Flush& flush, Body body) {
+  cudaGraphExec_t g = capture_graph(st, iters, [&](int) {
+    flush(st);
+    body();
+  });
+  const double t = median_graph_us(g, st, iters);
+  CK(cudaGraphExecDestroy(g));
+  return t;
+}

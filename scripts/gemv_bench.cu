@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "sm90.cuh"
-#include "bench_util.cuh"   // CK, L2Flush, plain_read_kernel, capture_graph, median_graph_us
+#include "bench_util.cuh"   // CK, L2Flush, plain_read_kernel, flushed_graph_us
 
 #ifdef GEMV_TIMELINE
 constexpr int kMarks = 8;
@@ -236,15 +236,7 @@ int main(int argc, char** argv) {
   cudaStream_t st;
   CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
   const int R = 20;
-  auto timed = [&](auto body) {
-    cudaGraphExec_t g = capture_graph(st, R, [&](int) {
-      flush(st);
-      body();
-    });
-    const double t = median_graph_us(g, st, R);
-    CK(cudaGraphExecDestroy(g));
-    return t;
-  };
+  auto timed = [&](auto body) { return flushed_graph_us(st, R, flush, body); };
   const double t_flush = timed([] {});
   const double t_empty = timed([&] { empty_kernel<<<1, 32, 0, st>>>(); }) - t_flush;
   std::printf("graph us per call (flush %.2f us subtracted); empty kernel %.2f us\n", t_flush, t_empty);

@@ -1,0 +1,385 @@
+// tc_bench.cu — standalone timing of the tensor-core tiled kernels (the wgmma
+// kernel, ptx/kbit_wgmma.cuh, and the mma.sync kernel, ptx/kbit_gemm.cuh) on
+// the Llama-3 benchmark layers at k = 4, fp16, for probes and variants without
+// the ~250-340 s extension build: it instantiates only the configurations it
+// times. Built on the GPU machine (~1 min), or here to check that it compiles:
+//
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -I. -Iptx -Iscripts \
+//        -o build/tc_bench scripts/tc_bench.cu [-DKBIT_WGMMA_PROBE=1] [-DKBIT_...=...]
+//   build/tc_bench [case-name-substring ...]
+//
+// For each case:
+// * the configuration the shape rule (launch.cuh) picks for it, checked to be
+//   the one this file instantiates;
+// * 512 sampled outputs against a float64 host reference (err <= 1: within the
+//   fp16 rounding of the dequantized weights and of the output), after the
+//   first call and after the last timed one;
+// * graph time: CUDA-graph replay of R x (L2 flush, call) minus R x (flush),
+//   median of 7 replays, as eval/run.py --graph does; twice, and beside it a
+//   plain 16-byte streaming read of the call's weight bytes.
+// With KBIT_WGMMA_PROBE (kbit_wgmma.cuh) the wgmma kernel's results are wrong
+// by design and the check is reported, not enforced. The extension's numbers
+// come from eval/run.py; this tool ranks variants and splits the time.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#ifdef TC_TIMELINE
+// Per-CTA timeline (thread 0, %globaltimer ns): slots 0 start, 1 tables
+// built, 2 first stage landed, 31 loop left; per tile epilogue e (up to 4)
+// slots 3 + 7e + {0 start, 1 claimed (thread 0's claim and waits, a
+// barrier), 2 part published (first and middle parts) or the last part's
+// loads start, 3 end, 4 kind: 0 whole tile, 1 split part, 2 the last part;
+// 5 the others' sum landed (last part)}.
+constexpr int kSlots = 32;
+__constant__ unsigned long long* g_tl;   // [CTAs][kSlots], or null
+__shared__ int s_tl_ep;                  // thread 0's current epilogue (mark 0 zeroes it)
+__device__ __forceinline__ unsigned long long kbit_mark_now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+__device__ __forceinline__ unsigned long long kbit_mark_after(float x) {   // once x has landed
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t) : "f"(x));
+  return t;
+}
+#define KBIT_WGMMA_MARK(slot, v)                                 \
+  do {                                                           \
+    if (threadIdx.x == 0 && g_tl) {                              \
+      if ((slot) == 0) s_tl_ep = 0;                              \
+      g_tl[blockIdx.x * kSlots + (slot)] = (v);                  \
+    }                                                            \
+  } while (0)
+#define KBIT_EPI_MARK(step, v)                                             \
+  do {                                                                     \
+    if (threadIdx.x == 0 && g_tl && s_tl_ep < 4)                           \
+      g_tl[blockIdx.x * kSlots + 3 + 7 * s_tl_ep + (step)] = (v);          \
+  } while (0)
+#define KBIT_EPI_NEXT()                        \
+  do {                                         \
+    if (threadIdx.x == 0 && g_tl) ++s_tl_ep;   \
+  } while (0)
+#endif
+#define KBIT_LAUNCH_NO_API
+#include "api.h"
+#include "sm90_wgmma.cuh"
+#include "kbit_gemm.cuh"
+#include "kbit_decode.cuh"
+#include "kbit_wgmma.cuh"
+#include "kbit_gemv.cuh"
+#include "launch.cuh"
+#include "bench_util.cuh"   // CK, L2Flush, plain_read_kernel, flushed_graph_us
+
+using kbit::Kernel;
+
+struct Case {
+  const char* name;
+  int N, K, M;
+  Kernel kernel;   // kTiled (mma.sync) or kWgmma
+  int nt;          // wgmma: tiles per warp as wgmma_config_for picks (4: whole 128-row tiles)
+};
+// The configuration of each case, by name (as launch.cuh dispatches it).
+template <int kMTiles> using Tiled4 = kbit::KbitCfg<4, __half, kMTiles>;
+template <int kBlockM, int kNT> using Wg4 = kbit::WgmmaCfg<4, __half, kBlockM, kNT>;
+using WgWhole4 = kbit::WgmmaCfg<4, __half, 128, 1, 8>;
+
+// Host-side data of one case and its device copies.
+struct Data {
+  Case cs;
+  int n_pad, k_tiles;
+  std::vector<int32_t> packed;
+  std::vector<uint8_t> absmax;
+  std::vector<float> cb;
+  std::vector<__half> a;
+  int32_t *d_packed, *d_offsets, *d_counters = nullptr;
+  uint8_t* d_absmax;
+  float *d_cb, *d_ws = nullptr;
+  __half *d_a, *d_c;
+  size_t weight_bytes;
+};
+
+static uint64_t splitmix(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static Data make_data(const Case& cs, uint64_t seed) {
+  Data d;
+  d.cs = cs;
+  d.k_tiles = cs.K / 64;
+  d.n_pad = (cs.N + 7) / 8 * 8;
+  const size_t words = size_t(d.k_tiles) * d.n_pad * 2 * 4;
+  d.packed.resize(words);
+  for (size_t i = 0; i < words; i += 2) {
+    const uint64_t r = splitmix(seed);
+    d.packed[i] = int32_t(r);
+    d.packed[i + 1] = int32_t(r >> 32);
+  }
+  d.absmax.resize(size_t(d.k_tiles) * d.n_pad * 2);
+  for (auto& s : d.absmax) {
+    const uint64_t r = splitmix(seed);
+    s = uint8_t(((8 + r % 5) << 4) | ((r >> 8) % 16));
+  }
+  std::mt19937 rng{unsigned(seed)};
+  std::normal_distribution<float> nd;
+  d.cb.resize(16);
+  for (auto& c : d.cb) c = nd(rng);
+  d.a.resize(size_t(cs.M) * cs.K);
+  for (auto& x : d.a) x = __float2half(nd(rng));
+  const int32_t offsets[2] = {0, cs.M};
+  d.weight_bytes = words * 4 + d.absmax.size();
+  CK(cudaMalloc(&d.d_packed, words * 4));
+  CK(cudaMalloc(&d.d_absmax, d.absmax.size()));
+  CK(cudaMalloc(&d.d_offsets, 8));
+  CK(cudaMalloc(&d.d_cb, 64));
+  CK(cudaMalloc(&d.d_a, d.a.size() * 2));
+  CK(cudaMalloc(&d.d_c, size_t(cs.M) * cs.N * 2));
+  CK(cudaMemcpy(d.d_packed, d.packed.data(), words * 4, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d.d_absmax, d.absmax.data(), d.absmax.size(), cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d.d_offsets, offsets, 8, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d.d_cb, d.cb.data(), 64, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d.d_a, d.a.data(), d.a.size() * 2, cudaMemcpyHostToDevice));
+  return d;
+}
+
+static void free_data(Data& d) {
+  CK(cudaFree(d.d_packed)); CK(cudaFree(d.d_absmax)); CK(cudaFree(d.d_offsets));
+  CK(cudaFree(d.d_cb)); CK(cudaFree(d.d_a)); CK(cudaFree(d.d_c));
+  if (d.d_ws) CK(cudaFree(d.d_ws));
+  if (d.d_counters) CK(cudaFree(d.d_counters));
+}
+
+static kbit_api::KbitArgs args_of(const Data& d) {
+  kbit_api::KbitArgs a{};
+  a.a = d.d_a; a.b_packed = d.d_packed; a.b_absmax = d.d_absmax; a.codebook = d.d_cb; a.offsets = d.d_offsets;
+  a.c = d.d_c;
+  a.M = d.cs.M; a.N = d.cs.N; a.K = d.cs.K; a.E = 1; a.bits = 4; a.n_pad = d.n_pad; a.k_tiles = d.k_tiles;
+  a.bf16 = 0;
+  a.kernel = 0;
+  return a;
+}
+
+// Largest error of 512 sampled outputs against a float64 host reference,
+// relative to the fp16 rounding the kernels allow: weights enter the MMA as
+// fp16 products (2^-11 of each term's magnitude, twice), the output is fp16.
+static double check(const Data& d) {
+  const Case& cs = d.cs;
+  std::vector<__half> c(size_t(cs.M) * cs.N);
+  CK(cudaMemcpy(c.data(), d.d_c, c.size() * 2, cudaMemcpyDeviceToHost));
+  std::vector<double> scale(256);
+  for (int s = 0; s < 256; ++s) {
+    const int e = s >> 4, m = s & 15;
+    scale[s] = e == 0 ? m / 16384.0 : std::ldexp(1.0 + m / 16.0, e - 11);
+  }
+  uint64_t seed = 77;
+  double worst = 0;
+  for (int i = 0; i < 512; ++i) {
+    const int r = int(splitmix(seed) % cs.M), n = int(splitmix(seed) % cs.N);
+    double sum = 0, mag = 0;
+    for (int kt = 0; kt < d.k_tiles; ++kt)
+      for (int b = 0; b < 2; ++b) {
+        const size_t row = size_t(kt) * d.n_pad + n;
+        const int32_t* w = &d.packed[(row * 2 + b) * 4];
+        const double sc = scale[d.absmax[row * 2 + b]];
+        for (int j = 0; j < 32; ++j) {
+          int idx = 0;
+          for (int p = 0; p < 4; ++p) idx |= ((uint32_t(w[p]) >> j) & 1) << p;
+          const double t = double(d.cb[idx]) * sc * double(__half2float(d.a[size_t(r) * cs.K + kt * 64 + b * 32 + j]));
+          sum += t;
+          mag += std::fabs(t);
+        }
+      }
+    const double got = double(__half2float(c[size_t(r) * cs.N + n]));
+    worst = std::max(worst, std::fabs(got - sum) / (1e-30 + mag * 1e-3 + std::fabs(sum) / 512));
+  }
+  return worst;
+}
+
+// Plans (the tree's PlanFn with the named configuration) and launches one case.
+template <class Cfg, Kernel K>
+struct Runner {
+  kbit_api::KbitPlan plan{};
+  void prepare(Data& d, int dev) {
+    const kbit_api::KbitArgs a = args_of(d);
+    plan.mtiles = Cfg::BLOCK_M / 8;
+    plan.wgmma = K == Kernel::kWgmma ? d.cs.nt : 0;
+    if (const char* err = kbit::PlanFn<K>{a, dev, &plan}.template operator()<Cfg>()) {
+      std::fprintf(stderr, "%s: plan: %s\n", d.cs.name, err);
+      std::exit(1);
+    }
+    CK(cudaMalloc(&d.d_ws, std::max<size_t>(plan.workspace_floats, 1) * 4));
+    CK(cudaMemset(d.d_ws, 0, std::max<size_t>(plan.workspace_floats, 1) * 4));
+    CK(cudaMalloc(&d.d_counters, std::max<size_t>(plan.counters, 1) * 4));
+    CK(cudaMemset(d.d_counters, 0, std::max<size_t>(plan.counters, 1) * 4));
+  }
+  void launch(const Data& d, cudaStream_t st) const {
+    const kbit_api::KbitArgs a = args_of(d);
+    if (const char* err = kbit::RunFn<K>{a, plan, d.d_ws, d.d_counters, st}.template operator()<Cfg>()) {
+      std::fprintf(stderr, "%s: launch: %s\n", d.cs.name, err);
+      std::exit(1);
+    }
+  }
+};
+
+#ifdef TC_TIMELINE
+// One flushed call with the marks on (mean of 5 calls): when the set-up and
+// the loop end, and what each tile epilogue costs, by kind and by whether it
+// was the CTA's last.
+template <class R>
+static void timeline(const Data& d, const R& runner, cudaStream_t st, const L2Flush& flush) {
+  const int ctas = runner.plan.grid;
+  unsigned long long* tl;
+  CK(cudaMalloc(&tl, size_t(ctas) * kSlots * 8));
+  double setup[3] = {0, 0, 0}, end_mean = 0, end_min = 0, end_max = 0;
+  // [last epilogue of its CTA?][kind] -> count, sums of the three steps and the total
+  double ep[2][3][7] = {};
+  const int reps = 5;
+  for (int rep = 0; rep < reps; ++rep) {
+    CK(cudaMemset(tl, 0, size_t(ctas) * kSlots * 8));
+    CK(cudaMemcpyToSymbol(g_tl, &tl, sizeof(tl)));
+    flush(st);
+    runner.launch(d, st);
+    CK(cudaStreamSynchronize(st));
+    unsigned long long* none = nullptr;
+    CK(cudaMemcpyToSymbol(g_tl, &none, sizeof(none)));
+    std::vector<unsigned long long> h(size_t(ctas) * kSlots);
+    CK(cudaMemcpy(h.data(), tl, h.size() * 8, cudaMemcpyDeviceToHost));
+    unsigned long long t0 = ~0ull;
+    for (int c = 0; c < ctas; ++c) t0 = std::min(t0, h[size_t(c) * kSlots]);
+    double emin = 1e30, emax = 0, esum = 0;
+    for (int c = 0; c < ctas; ++c) {
+      const unsigned long long* m = &h[size_t(c) * kSlots];
+      for (int i = 0; i < 3; ++i) setup[i] += (m[i] - t0) / 1e3 / ctas / reps;
+      const double e = (m[31] - t0) / 1e3;
+      esum += e; emin = std::min(emin, e); emax = std::max(emax, e);
+      int n = 0;
+      while (n < 4 && m[3 + 7 * n + 3]) ++n;
+      for (int k = 0; k < n; ++k) {
+        const unsigned long long* q = m + 3 + 7 * k;
+        const int kind = int(q[4]), last = k == n - 1;
+        double* a = ep[last][kind];
+        a[0] += 1;
+        if (kind) {
+          a[1] += (q[1] - q[0]) / 1e3;
+          a[2] += (q[2] - q[1]) / 1e3;
+          a[3] += (q[3] - q[2]) / 1e3;
+        }
+        if (kind == 2) a[5] += (q[5] - q[2]) / 1e3;
+        a[4] += (q[3] - q[0]) / 1e3;
+      }
+    }
+    end_mean += esum / ctas / reps; end_min += emin / reps; end_max += emax / reps;
+    if (rep == reps - 1) {   // the earliest and latest CTAs of the last call
+      std::vector<std::pair<double, int>> order;
+      for (int c = 0; c < ctas; ++c) order.push_back({(h[size_t(c) * kSlots + 31] - t0) / 1e3, c});
+      std::sort(order.begin(), order.end());
+      for (int j : {0, 1, 2, ctas / 2, ctas - 3, ctas - 2, ctas - 1}) {
+        const int c = order[j].second;
+        const unsigned long long* m = &h[size_t(c) * kSlots];
+        std::printf("  CTA %3d: start %.2f first stage %.2f left %.2f; epilogues", c, (m[0] - t0) / 1e3,
+                    (m[2] - t0) / 1e3, order[j].first);
+        for (int k = 0; k < 4 && m[3 + 7 * k + 3]; ++k)
+          std::printf(" [kind %d at %.2f: %.2f us]", int(m[3 + 7 * k + 4]), (m[3 + 7 * k] - t0) / 1e3,
+                      (m[3 + 7 * k + 3] - m[3 + 7 * k]) / 1e3);
+        std::printf("\n");
+      }
+    }
+  }
+  std::printf("  timeline (mean of %d calls, us from the first CTA's start): tables %.2f, first stage %.2f; "
+              "loop left min / mean / max %.2f / %.2f / %.2f\n", reps, setup[1], setup[2], end_min, end_mean,
+              end_max);
+  static const char* kinds[3] = {"whole tile", "split part", "last part"};
+  for (int last = 0; last < 2; ++last)
+    for (int kind = 0; kind < 3; ++kind) {
+      const double* a = ep[last][kind];
+      if (a[0] == 0) continue;
+      const double n = a[0];
+      std::printf("  epilogue %-12s %-9s per CTA %.2f: mean %.2f us (claim %.2f, publish %.2f, rest %.2f",
+                  kinds[kind], last ? "(last)" : "(earlier)", n / reps / ctas, a[4] / n, a[1] / n, a[2] / n,
+                  a[3] / n);
+      if (kind == 2) std::printf(": others' sum loaded %.2f", a[5] / n);
+      std::printf(")\n");
+    }
+  CK(cudaFree(tl));
+}
+#endif
+
+// The shape rule's choice for a case (launch.cuh): kernel, mtiles, wgmma configuration.
+static bool rule_agrees(const Case& cs, int sms) {
+  kbit_api::KbitArgs a{};
+  a.M = cs.M; a.N = cs.N; a.K = cs.K; a.E = 1; a.bits = 4;
+  int mtiles = kbit::kbit_pick_mtiles(a.M, a.E);
+  if (!kbit::wgmma_kernel_pays(a, mtiles)) return cs.kernel == Kernel::kTiled;
+  mtiles = kbit::wgmma_mtiles(a, mtiles);
+  return cs.kernel == Kernel::kWgmma && kbit::wgmma_config_for(a, mtiles, sms) == cs.nt;
+}
+
+int main(int argc, char** argv) {
+  int dev = 0, sms = 0;
+  CK(cudaSetDevice(dev));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  cudaDeviceProp prop;
+  CK(cudaGetDeviceProperties(&prop, dev));
+  std::printf("device: %s, %d SMs; KBIT_WGMMA_PROBE=%d\n", prop.name, sms, KBIT_WGMMA_PROBE);
+  const L2Flush flush(sms * 4);
+  const size_t read_max = size_t(128) << 20;
+  void* rsrc;
+  CK(cudaMalloc(&rsrc, read_max));
+  CK(cudaMemset(rsrc, 3, read_max));
+  cudaStream_t st;
+  CK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  const int R = 10;
+  auto timed = [&](auto body) { return flushed_graph_us(st, R, flush, body); };
+  const double t_flush = timed([] {});
+  std::printf("graph us per call (flush %.2f us subtracted)\n", t_flush);
+  std::printf("%-26s %8s %5s %8s %8s %8s %8s\n", "case", "MB", "rule", "err", "kernel", "kernel2", "read");
+
+  auto run_case = [&](const Case& cs, auto runner) {
+    bool want = argc < 2;
+    for (int i = 1; i < argc; ++i) want = want || std::strstr(cs.name, argv[i]);
+    if (!want) return;
+    Data d = make_data(cs, 1234u + cs.M);
+    runner.prepare(d, dev);
+    CK(cudaMemset(d.d_c, 0, size_t(cs.M) * cs.N * 2));
+    runner.launch(d, st);
+    CK(cudaStreamSynchronize(st));
+    CK(cudaGetLastError());
+    const double err1 = check(d);
+    const double t1 = timed([&] { runner.launch(d, st); }) - t_flush;
+    const double t_read = timed([&] {
+      plain_read_kernel<<<sms * 4, 256, 0, st>>>(reinterpret_cast<const uint4*>(rsrc),
+                                                 std::min(d.weight_bytes, read_max) / 16, flush.sink);
+    }) - t_flush;
+    const double t2 = timed([&] { runner.launch(d, st); }) - t_flush;
+    CK(cudaStreamSynchronize(st));
+    const double err = std::max(err1, check(d));   // the last of the timed calls too
+    std::printf("%-26s %8.2f %5s %8.3f %8.2f %8.2f %8.2f\n", cs.name, d.weight_bytes / 1e6,
+                rule_agrees(cs, sms) ? "yes" : "NO", err, t1, t2, t_read);
+    std::fflush(stdout);
+#ifdef TC_TIMELINE
+    if (cs.kernel == Kernel::kWgmma) timeline(d, runner, st, flush);
+#endif
+    if (!KBIT_WGMMA_PROBE && !(err <= 1.0)) {
+      std::fprintf(stderr, "%s: wrong results (err %.3f)\n", cs.name, err);
+      std::exit(2);
+    }
+    free_data(d);
+  };
+  constexpr Kernel T = Kernel::kTiled, W = Kernel::kWgmma;
+  run_case({"70b_gateup_m16", 28672, 8192, 16, T, 0}, Runner<Tiled4<2>, T>{});
+  run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
+  run_case({"70b_gateup_m64", 28672, 8192, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
+  run_case({"70b_down_m64", 8192, 28672, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
+  run_case({"70b_gateup_m128", 28672, 8192, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+  run_case({"8b_gateup_m32", 14336, 4096, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
+  run_case({"8b_gateup_m64", 14336, 4096, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
+  run_case({"8b_gateup_m128", 14336, 4096, 128, W, 4}, Runner<WgWhole4, W>{});
+  return 0;
+}
