@@ -852,7 +852,7 @@ struct CtaSync {
 // deadlock, whatever the CTA scheduling. The last part adds no reductions of
 // its own and zeroes no workspace, which every CTA did at the end of its share
 // with the protocol before (each its part's adds, the last a read and the
-// zeroing; H100: 70B M = 128 -10 %, results.md v33). The summation order
+// zeroing; H100: 70B M = 64 -10 %, results.md v33). The summation order
 // (hence the last bits of the fp32 sum) varies between runs. `sync` is the
 // barrier of the threads that hold accumulators; role_s a shared int;
 // `stage` / `stage_s`: an area for store_tile_staged, or none.

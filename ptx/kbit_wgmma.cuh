@@ -57,8 +57,9 @@
 //   v8  one copy of the tile epilogue in the loop (it mostly runs cold); the
 //       share's last tile stores C staged through the ring
 //       (store_tile_staged); split tiles by claims (kbit_gemm.cuh,
-//       finish_tile). H100: Llama-3-70B M = 128 10 %, M = 64 4-5 %, 8B
-//       M = 64 9 % faster (docs/results.md v33).
+//       finish_tile). H100: Llama-3-70B M = 64 10-11 %, M = 128 2-7 %, 8B
+//       M = 32..128 4-12 % faster; Qwen3 M = 16 7-8 % and 70B down M = 32
+//       2 % slower (docs/results.md v33).
 #pragma once
 
 #include <cuda.h>   // CUtensorMap (the type only; the host encodes it through the runtime's driver entry point)
@@ -397,12 +398,12 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   int kt = sh.u_begin % sh.k_tiles;
   bool from_start = kt == 0;   // the tile's first unit is in this share
   uint32_t accumulate = 0;
-  // The loop counts units from the share's start (i), so that the share's
-  // bounds are not held in registers through it.
   constexpr bool kStagedStore = KBIT_WGMMA_STAGED_STORE && Cfg::kMTiles % 2 == 0 &&
                                 staged_tile_bytes<Cfg>() <= Cfg::kStages * Cfg::kStageBytes;
   float acc[Cfg::kNT][Cfg::kMTiles][4];
 
+  // The loop counts units from the share's start (i), so that the share's
+  // bounds are not held in registers through it.
   const int units = sh.u_end - sh.u_begin;
   // One unit (the share's i-th): its MMAs (fragments cur), then unit i + 1
   // made ready and dequantized into nxt while they run. True where the unit
