@@ -398,7 +398,10 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   int kt = sh.u_begin % sh.k_tiles;
   bool from_start = kt == 0;   // the tile's first unit is in this share
   uint32_t accumulate = 0;
-  constexpr bool kStagedStore = KBIT_WGMMA_STAGED_STORE && Cfg::kMTiles % 2 == 0 &&
+  // C staged through the ring at the share's end: from 64 rows on. At 32 rows
+  // the element pairs were 1.5-2 us faster (Llama-3-70B, tc_bench, H100),
+  // from 64 rows on the staging ~1 us (docs/results.md v33).
+  constexpr bool kStagedStore = KBIT_WGMMA_STAGED_STORE && Cfg::BLOCK_M >= 64 && Cfg::kMTiles % 2 == 0 &&
                                 staged_tile_bytes<Cfg>() <= Cfg::kStages * Cfg::kStageBytes;
   float acc[Cfg::kNT][Cfg::kMTiles][4];
 

@@ -376,10 +376,13 @@ int main(int argc, char** argv) {
   run_case({"70b_gateup_m16", 28672, 8192, 16, T, 0}, Runner<Tiled4<2>, T>{});
   run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
   run_case({"70b_gateup_m64", 28672, 8192, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
+  run_case({"70b_down_m32", 8192, 28672, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
   run_case({"70b_down_m64", 8192, 28672, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
   run_case({"70b_gateup_m128", 28672, 8192, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
   run_case({"8b_gateup_m32", 14336, 4096, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
   run_case({"8b_gateup_m64", 14336, 4096, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
   run_case({"8b_gateup_m128", 14336, 4096, 128, W, 4}, Runner<WgWhole4, W>{});
+  run_case({"qwen3_gateup_m16", 5120, 2048, 16, W, 1}, Runner<Wg4<16, 1>, W>{});
+  run_case({"qwen3_down_m16", 2048, 5120, 16, W, 1}, Runner<Wg4<16, 1>, W>{});
   return 0;
 }
