@@ -58,8 +58,8 @@
 //       share's last tile stores C staged through the ring
 //       (store_tile_staged); split tiles by claims (kbit_gemm.cuh,
 //       finish_tile). H100: Llama-3-70B M = 64 10-11 %, M = 128 2-7 %, 8B
-//       M = 32..128 4-12 % faster; Qwen3 M = 16 7-8 % and 70B down M = 32
-//       2 % slower (docs/results.md v33).
+//       M = 32..128 4-12 % faster; Qwen3 M = 16 2-8 % slower (docs/results.md
+//       v33). Staging only from 64 rows on (at 32 rows it was 1.5-2 us slower).
 #pragma once
 
 #include <cuda.h>   // CUtensorMap (the type only; the host encodes it through the runtime's driver entry point)
