@@ -135,16 +135,10 @@ __device__ __forceinline__ float4 ld_global_cg_f32x4(const float* p) {
   return v;
 }
 #ifndef KBIT_HAS_VEC_RED
-// Fire-and-forget adds of four consecutive floats (16-byte aligned): four
-// scalar reductions here; the sm90 family has one vector reduction for them.
-__device__ __forceinline__ void red_add_f32x4(float* p, float a, float b, float c, float d) {
-  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p), "f"(a) : "memory");
-  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p + 1), "f"(b) : "memory");
-  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p + 2), "f"(c) : "memory");
-  asm volatile("red.global.add.f32 [%0], %1;\n" ::"l"(p + 3), "f"(d) : "memory");
-}
-// Stores four consecutive floats, or (add) adds them as red_add_f32x4 does:
-// predicated, no branch (a split-tile part is stored or added by the same code).
+// A split-tile part's quad (kbit_gemm.cuh, finish_tile): four consecutive
+// floats (16-byte aligned) stored, or (add) added by four scalar fire-and-
+// forget reductions (the sm90 family has one vector reduction for them).
+// Predicated, no branch: a part is stored or added by the same code.
 __device__ __forceinline__ void st_or_red_f32x4(float* p, float a, float b, float c, float d, bool add) {
   asm volatile(
       "{\n .reg .pred q;\n setp.ne.b32 q, %5, 0;\n"
@@ -156,18 +150,7 @@ __device__ __forceinline__ void st_or_red_f32x4(float* p, float a, float b, floa
 }
 #endif
 
-// ---- split-tile arrival counter (PTX ISA 9.7.13.5 atom, memory model 8) -------
-// One thread of a warp (or CTA) counts the group in after a warp (CTA) barrier:
-// the barrier orders the group's workspace writes before this thread's release,
-// and its acquire orders the earlier arrivals' writes before what the group
-// reads after the next barrier (the pattern CUTLASS's GenericBarrier uses). It
-// replaces a fence.sc (__threadfence) in every thread; see docs/design.md.
-__device__ __forceinline__ int atom_add_acq_rel_gpu(int* p, int v) {
-  int old;
-  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n" : "=r"(old) : "l"(p), "r"(v) : "memory");
-  return old;
-}
-
+// ---- split-tile claim counter (PTX ISA 9.7.13.5 atom / red, memory model 8) ---
 // The split-tile claim protocol's counter (kbit_gemm.cuh, finish_tile): a
 // contributor publishes its part with a release add, and the one that goes
 // on polls with an acquire load until the parts it needs are counted.

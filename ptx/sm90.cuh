@@ -52,13 +52,10 @@ __device__ __forceinline__ void cp_async_bulk_tensor_2d_g2s(uint32_t dst, const 
 }
 
 // ---- vector reduction (PTX ISA 9.7.13.6 red, .v4.f32: sm_90) -------------------
-// Adds four consecutive floats (16-byte aligned) in one L2 operation
+// A split-tile part's quad (kbit_gemm.cuh, finish_tile): four consecutive
+// floats (16-byte aligned) stored, or (add) added in one L2 operation
 // (REDG.E.ADD.F32x4; like the scalar float reduction it flushes denormals).
-__device__ __forceinline__ void red_add_f32x4(float* p, float a, float b, float c, float d) {
-  asm volatile("red.global.add.v4.f32 [%0], {%1,%2,%3,%4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
-}
-// Stores four consecutive floats, or (add) adds them in one vector reduction:
-// predicated, no branch (a split-tile part is stored or added by the same code).
+// Predicated, no branch: a part is stored or added by the same code.
 __device__ __forceinline__ void st_or_red_f32x4(float* p, float a, float b, float c, float d, bool add) {
   asm volatile(
       "{\n .reg .pred q;\n setp.ne.b32 q, %5, 0;\n"
