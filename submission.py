@@ -270,7 +270,8 @@ def validate_kbit(data: R.KbitGemmInput) -> dict:
                  (c, "c")):
         _need(t.is_contiguous(), f"{n} must be contiguous")
     if dev.type == "cuda":
-        for t, n in ((a, "a"), (bp, "b_packed"), (ba, "b_absmax")):
+        # (c: the tiled kernels store it in 4- and 16-byte pieces.)
+        for t, n in ((a, "a"), (bp, "b_packed"), (ba, "b_absmax"), (c, "c")):
             _need(t.data_ptr() % 16 == 0, f"{n} must be 16-byte aligned (data_ptr % 16 == 0)")
     if dev.type != "cuda" or os.environ.get("KBIT_VALIDATE_OFFSETS") == "1":
         o = offs.tolist()

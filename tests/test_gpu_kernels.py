@@ -311,6 +311,19 @@ def test_kbit_bad_offsets_are_loud(kernel, experts, m, offsets, monkeypatch):
 
 
 @requires_sm80
+def test_kbit_misaligned_c_raises_value_error():
+    """C must be 16-byte aligned (the tiled kernels' epilogues store 4-byte
+    column pairs and, in the wgmma kernel, 16-byte pieces of whole rows): a
+    contiguous view two bytes into a buffer is refused before any launch."""
+    d = R.generate_input("kbit_gemm", m=64, n=264, k=1024, bits=4, dtype="float16", seed=3, device="cuda")
+    buf = torch.empty(d.c.numel() + 8, dtype=d.c.dtype, device="cuda")
+    c = buf[1:1 + d.c.numel()].view(d.c.shape)
+    with pytest.raises(ValueError, match="c must be 16-byte aligned"):
+        S.custom_kernel(R.KbitGemmInput(*d[:5], c))
+    torch.cuda.synchronize()
+
+
+@requires_sm80
 def test_bad_nvfp4_input_raises_value_error_on_gpu():
     """nvfp4 on the GPU validates in C++: the CPU test's bad inputs raise
     ValueError with the same fragments, and so do scales the kernel cannot
