@@ -108,6 +108,15 @@ struct WgmmaParams : KbitParams {
 #ifndef KBIT_WGMMA_MARK
 #define KBIT_WGMMA_MARK(slot, value)
 #endif
+// Loop-phase hooks (scripts/tc_bench.cu -DTC_PHASES): every MMA thread adds
+// the SM clocks spent in each phase of its loop (KBIT_WGMMA_PHASE(k, x): phase
+// k ended once x is in a register) and stores the sums at the kernel's end.
+// Empty by default.
+#ifndef KBIT_WGMMA_PHASE
+#define KBIT_WGMMA_PHASES_BEGIN()
+#define KBIT_WGMMA_PHASE(k, x)
+#define KBIT_WGMMA_PHASES_END()
+#endif
 
 // Bytes of one ring stage: the activation tile (first: wgmma's swizzled
 // operand needs 1024-byte alignment), the plane words and the scale bytes of
@@ -404,6 +413,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   constexpr bool kStagedStore = KBIT_WGMMA_STAGED_STORE && Cfg::BLOCK_M >= 64 && Cfg::kMTiles % 2 == 0 &&
                                 staged_tile_bytes<Cfg>() <= Cfg::kStages * Cfg::kStageBytes;
   float acc[Cfg::kNT][Cfg::kMTiles][4];
+  KBIT_WGMMA_PHASES_BEGIN();   // (empty unless tc_bench -DTC_PHASES)
 
   // The loop counts units from the share's start (i), so that the share's
   // bounds are not held in registers through it.
@@ -413,6 +423,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   // ends its tile (or the share).
   auto step = [&](int i, const uint32_t (&cur)[Cfg::kNT][4][4], uint32_t (&nxt)[Cfg::kNT][4][4]) {
     wgmma_ktile<Cfg>(acc, cur, ring_s + slot * Cfg::kStageBytes, accumulate);
+    KBIT_WGMMA_PHASE(0, 0u);
     accumulate = 1;
     const int prev = slot == 0 ? Cfg::kStages - 1 : slot - 1;
     slot = next_slot(slot);
@@ -428,9 +439,12 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
         if (warp == 0)
           prod.produce(p, sh, slot_start, tid, ring_s + prev * Cfg::kStageBytes, bar_s + 8 * prev);
       }
+      KBIT_WGMMA_PHASE(1, 0u);
       wait_full(slot);        // unit i + 1's copies
+      KBIT_WGMMA_PHASE(2, 0u);
       if constexpr (!(KBIT_WGMMA_PROBE & 2))
         dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, warp, lane);
+      KBIT_WGMMA_PHASE(3, nxt[Cfg::kNT - 1][3][3]);
     }
     return !(++kt < sh.k_tiles && i + 1 < units);
   };
@@ -465,6 +479,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     accumulate = 0;
     // (S from shared memory, not a register held through the loop for this.)
     if (i + 1 < units) pos = locate<Cfg>(p, pos.tile + 1, ptx::opaque_int(slot_start[p.E]), slot_start);
+    KBIT_WGMMA_PHASE(4, 0u);
   };
 
   // Unrolled by two so that both fragment sets stay in fixed registers, with
@@ -484,6 +499,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   // (The last step waited already; without this ptxas cannot prove that no
   // MMA is pending at the exit and serializes every wgmma of the loop.)
   ptx::wgmma_wait<0>();
+  KBIT_WGMMA_PHASES_END();
   KBIT_WGMMA_MARK(31, kbit_mark_now());
 }
 

@@ -65,6 +65,40 @@ __device__ __forceinline__ unsigned long long kbit_mark_after(float x) {   // on
     if (threadIdx.x == 0 && g_tl) ++s_tl_ep;   \
   } while (0)
 #endif
+#ifdef TC_PHASES
+// Loop phases of every MMA warp (lane 0, SM clocks): 0 issuing the unit's
+// MMAs, 1 waiting for the previous unit's MMAs (and releasing its slot, or the
+// CTA barrier and the refill without a copy warp), 2 waiting for the next
+// unit's stage, 3 dequantizing it (until its last fragment is in a register),
+// 4 tile epilogues, then the loop's total.
+constexpr int kPhases = 5, kPhaseWords = 8;
+__constant__ unsigned* g_ph;   // [CTAs][32 warps][kPhaseWords], or null
+__device__ __forceinline__ unsigned tc_clock_after(unsigned x) {
+  unsigned t;
+  asm volatile("mov.u32 %0, %%clock;" : "=r"(t) : "r"(x));
+  return t;
+}
+#define KBIT_WGMMA_PHASES_BEGIN()                        \
+  unsigned ph_acc_[kPhases] = {0, 0, 0, 0, 0};            \
+  const unsigned ph_t0_ = tc_clock_after(0u);             \
+  unsigned ph_t_ = ph_t0_
+#define KBIT_WGMMA_PHASE(k, x)                            \
+  do {                                                    \
+    const unsigned t_ = tc_clock_after(x);                \
+    ph_acc_[k] += t_ - ph_t_;                             \
+    ph_t_ = t_;                                           \
+  } while (0)
+#define KBIT_WGMMA_PHASES_END()                                                        \
+  do {                                                                                 \
+    const unsigned t_ = tc_clock_after(0u);                                            \
+    if (g_ph && (threadIdx.x & 31) == 0) {                                             \
+      unsigned* o_ = g_ph + (blockIdx.x * 32 + (threadIdx.x >> 5)) * kPhaseWords;      \
+      for (int k_ = 0; k_ < kPhases; ++k_) o_[k_] = ph_acc_[k_];                       \
+      o_[kPhases] = t_ - ph_t0_;                                                       \
+      o_[kPhases + 1] = 1;                                                             \
+    }                                                                                  \
+  } while (0)
+#endif
 #define KBIT_LAUNCH_NO_API
 #include "api.h"
 #include "sm90_wgmma.cuh"
@@ -311,6 +345,46 @@ static void timeline(const Data& d, const R& runner, cudaStream_t st, const L2Fl
 }
 #endif
 
+#ifdef TC_PHASES
+// One flushed call with the phase clocks on (5 calls): each phase's share of
+// the MMA warps' loop time, mean over warps, and the spread of the loop totals.
+template <class R>
+static void phases(const Data& d, const R& runner, cudaStream_t st, const L2Flush& flush) {
+  const size_t words = size_t(runner.plan.grid) * 32 * kPhaseWords;
+  unsigned* ph;
+  CK(cudaMalloc(&ph, words * 4));
+  double sum[kPhases + 1] = {}, tmin = 1e30, tmax = 0;
+  long n = 0;
+  for (int rep = 0; rep < 5; ++rep) {
+    CK(cudaMemset(ph, 0, words * 4));
+    CK(cudaMemcpyToSymbol(g_ph, &ph, sizeof(ph)));
+    flush(st);
+    runner.launch(d, st);
+    CK(cudaStreamSynchronize(st));
+    unsigned* none = nullptr;
+    CK(cudaMemcpyToSymbol(g_ph, &none, sizeof(none)));
+    std::vector<unsigned> h(words);
+    CK(cudaMemcpy(h.data(), ph, words * 4, cudaMemcpyDeviceToHost));
+    for (size_t w = 0; w < words / kPhaseWords; ++w) {
+      const unsigned* o = &h[w * kPhaseWords];
+      if (!o[kPhases + 1]) continue;
+      for (int k = 0; k <= kPhases; ++k) sum[k] += o[k];
+      tmin = std::min(tmin, double(o[kPhases])); tmax = std::max(tmax, double(o[kPhases]));
+      ++n;
+    }
+  }
+  static const char* names[kPhases] = {"MMA issue", "wait MMAs", "wait stage", "dequant", "epilogue"};
+  double other = sum[kPhases];
+  std::printf("  phases (%ld warp loops, mean %.0f clocks, min %.0f, max %.0f):", n, sum[kPhases] / n, tmin, tmax);
+  for (int k = 0; k < kPhases; ++k) {
+    std::printf(" %s %.1f%%", names[k], 100 * sum[k] / sum[kPhases]);
+    other -= sum[k];
+  }
+  std::printf(" rest %.1f%%\n", 100 * other / sum[kPhases]);
+  CK(cudaFree(ph));
+}
+#endif
+
 // The shape rule's choice for a case (launch.cuh): kernel, mtiles, wgmma configuration.
 static bool rule_agrees(const Case& cs, int sms) {
   kbit_api::KbitArgs a{};
@@ -365,6 +439,9 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
 #ifdef TC_TIMELINE
     if (cs.kernel == Kernel::kWgmma) timeline(d, runner, st, flush);
+#endif
+#ifdef TC_PHASES
+    if (cs.kernel == Kernel::kWgmma) phases(d, runner, st, flush);
 #endif
     if (!KBIT_WGMMA_PROBE && !(err <= 1.0)) {
       std::fprintf(stderr, "%s: wrong results (err %.3f)\n", cs.name, err);
