@@ -68,14 +68,18 @@ def test_compile_mode_exit_code_on_planted_error(tmp_path, monkeypatch):
 
 @needs_nvcc
 @pytest.mark.parametrize("tool", ["nvfp4_bench", "gemv_bench", "l2_flush_check", "stream_probe", "racecheck_probe",
-                                  "tc_bench"])
+                                  "tc_bench", "tc_bench -DTC_PHASES", "wgmma_rate", "wgmma_overlap"])
 def test_standalone_tool_compiles(tool, tmp_path):
     """The standalone tools in scripts/ (nvfp4, CUDA-core and tensor-core kernel
-    tuning, the L2 flush check, the streaming probe, the racecheck probe; they
-    share scripts/bench_util.cuh) build against the current ptx/ headers, so
-    they cannot silently rot. (tc_bench holds wgmma code: compute_90a PTX.)"""
-    arch = ["-gencode", "arch=compute_90a,code=sm_90a"] if tool == "tc_bench" else ["-arch=sm_90a"]
-    proc = subprocess.run(["nvcc", "-O1", "-std=c++17", *arch, "--expt-relaxed-constexpr",
+    tuning, the L2 flush check, the streaming probe, the racecheck probe, the
+    wgmma microbenchmarks; they share scripts/bench_util.cuh and ptx/) build
+    against the current ptx/ headers, so they cannot silently rot. (The wgmma
+    tools need compute_90a PTX: `-arch=sm_90a` gives a .target sm_90 that
+    ptxas rejects for wgmma.)"""
+    tool, *defines = tool.split()
+    wgmma = tool in ("tc_bench", "wgmma_rate", "wgmma_overlap")
+    arch = ["-gencode", "arch=compute_90a,code=sm_90a"] if wgmma else ["-arch=sm_90a"]
+    proc = subprocess.run(["nvcc", "-O1", "-std=c++17", *arch, *defines, "--expt-relaxed-constexpr",
                            f"-I{ROOT / 'ptx'}", f"-I{ROOT / 'scripts'}",
                            "-o", str(tmp_path / tool), str(ROOT / "scripts" / f"{tool}.cu")],
                           capture_output=True, text=True)
