@@ -1,8 +1,10 @@
 // bench_util.cuh — what the standalone nvcc-built tools in scripts/ share
-// (nvfp4_bench.cu, gemv_bench.cu, l2_flush_check.cu, stream_probe.cu;
-// racecheck_probe.cu uses CK only; built with -Iptx, included after a family
-// header): the CK macro, the L2 flush (kernel and buffer), a plain streaming read, an event-timed
-// median and graph capture / replay timing.
+// (nvfp4_bench.cu, gemv_bench.cu, tc_bench.cu, l2_flush_check.cu,
+// stream_probe.cu; racecheck_probe.cu uses CK only, the wgmma
+// microbenchmarks CK and mean_cta_clocks; built with -Iptx, included after a
+// family header): the CK macro, the L2 flush (kernel and buffer), a plain
+// streaming read, an event-timed median, graph capture / replay timing, and
+// per-CTA clock spans.
 #pragma once
 
 #include <algorithm>
@@ -146,4 +148,24 @@ double flushed_graph_us(cudaStream_t st, int iters, const L2Flush& flush, Body b
   const double t = median_graph_us(g, st, iters);
   CK(cudaGraphExecDestroy(g));
   return t;
+}
+
+// Mean over `ctas` CTAs of the clock64 span each CTA's thread 0 stores to
+// out[blockIdx.x]: `launch(seed, out)` launches the kernel; a warm-up launch
+// (seed 1) first, then the measured one (seed 2).
+template <class Launch>
+double mean_cta_clocks(int ctas, Launch launch) {
+  unsigned long long* d;
+  CK(cudaMalloc(&d, size_t(ctas) * 8));
+  for (unsigned seed = 1; seed <= 2; ++seed) {
+    launch(seed, d);
+    CK(cudaGetLastError());
+    CK(cudaDeviceSynchronize());
+  }
+  std::vector<unsigned long long> h(ctas);
+  CK(cudaMemcpy(h.data(), d, size_t(ctas) * 8, cudaMemcpyDeviceToHost));
+  CK(cudaFree(d));
+  double mean = 0;
+  for (unsigned long long c : h) mean += double(c) / ctas;
+  return mean;
 }

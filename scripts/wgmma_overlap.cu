@@ -6,19 +6,19 @@
 // fragments built by LK dependent table lookups per word (LDS from a 1 KB
 // table, as the pair table) or by integer work, unrolled by two over fixed
 // fragment sets.
-// MODE bits: 1 MMAs (else the fragments are folded into the accumulators, all
-// four words, so that none is dead code), 2 lookups, 4 integer work instead of
-// LDS, 8 wait_group 0 instead of 1 (no overlap at all).
+// MODE bits: 1 MMAs (else the fragments are folded into the accumulators,
+// all four words, so that none is dead code), 2 the next fragments (always
+// set), 4 integer work instead of LDS, 8 wait_group 0 instead of 1 (no
+// overlap at all).
 // An MMA-only mode is not offered: with fragments that cost nothing ptxas
 // moves their definitions between the wgmmas and serializes them (C7513).
 //
-//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I. -Iptx -o build/wgmma_overlap scripts/wgmma_overlap.cu
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I. -Iptx -Iscripts -o build/wgmma_overlap scripts/wgmma_overlap.cu
 #include <cstdio>
 #include <cstdint>
 #include "api.h"
 #include "sm90_wgmma.cuh"
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { std::printf("%s: %s\n", #x, cudaGetErrorString(e_)); return 1; } } while (0)
+#include "bench_util.cuh"   // CK, mean_cta_clocks
 
 namespace kp = kbit::ptx;
 constexpr int kNT = 3;
@@ -26,6 +26,7 @@ constexpr int kNT = 3;
 template <int N, int MODE, int LK>
 __device__ __forceinline__ void unit(float (&acc)[kNT][N / 2], const uint32_t (&cur)[kNT][4][4],
                                      uint32_t (&nxt)[kNT][4][4], uint32_t lo, const uint32_t* tab, uint32_t& x) {
+  static_assert(MODE & 2, "every mode builds the next fragments by lookups or integer work");
   if constexpr (MODE & 1) {
     kp::wgmma_fence();
 #pragma unroll
@@ -41,33 +42,23 @@ __device__ __forceinline__ void unit(float (&acc)[kNT][N / 2], const uint32_t (&
 #pragma unroll
       for (int s = 0; s < 4; ++s) acc[t][s] = __uint_as_float(__float_as_uint(acc[t][s]) ^ cur[t][s][0] ^ cur[t][s][1] ^ cur[t][s][2] ^ cur[t][s][3]);
   }
-  if constexpr (MODE & 2) {
-    // LK lookups per fragment word: index from x, LDS, merge (the pair
-    // table's shape: per word a shift, a mask, a load, a multiply)
+  // LK lookups per fragment word: index from x, LDS, merge (the pair
+  // table's shape: per word a shift, a mask, a load, a multiply)
 #pragma unroll
-    for (int t = 0; t < kNT; ++t)
+  for (int t = 0; t < kNT; ++t)
 #pragma unroll
-      for (int s = 0; s < 4; ++s)
+    for (int s = 0; s < 4; ++s)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          uint32_t w = x + 16 * t + 4 * s + j;
+      for (int j = 0; j < 4; ++j) {
+        uint32_t w = x + 16 * t + 4 * s + j;
 #pragma unroll
-          for (int l = 0; l < LK; ++l) {
-            if constexpr (MODE & 4) w = ((x >> (4 * j + l)) ^ w) * 0x9E3779B1u + (w >> 7);   // ALU only
-            else w = tab[((x >> (4 * j + l)) ^ w) & 255u] ^ (w << 1);
-          }
-          nxt[t][s][j] = w;
+        for (int l = 0; l < LK; ++l) {
+          if constexpr (MODE & 4) w = ((x >> (4 * j + l)) ^ w) * 0x9E3779B1u + (w >> 7);   // ALU only
+          else w = tab[((x >> (4 * j + l)) ^ w) & 255u] ^ (w << 1);
         }
-    x = x * 1664525u + 1013904223u;
-  } else {
-#pragma unroll
-    for (int t = 0; t < kNT; ++t)
-#pragma unroll
-      for (int s = 0; s < 4; ++s)
-#pragma unroll
-        for (int j = 0; j < 4; ++j) asm volatile("add.u32 %0, %1, %2;" : "=r"(nxt[t][s][j]) : "r"(x), "r"(16 * t + 4 * s + j));
-    x = x * 1664525u + 1013904223u;
-  }
+        nxt[t][s][j] = w;
+      }
+  x = x * 1664525u + 1013904223u;
 }
 
 template <int N, int MODE, int LK>
@@ -108,33 +99,26 @@ __global__ void __launch_bounds__(256, 1) overlap_kernel(int units, unsigned lon
 }
 
 template <int N, int MODE, int LK, int WGS = 2>
-static int run(int sms, unsigned long long* d_out) {
-  const int units = 2000;
+static void run(int sms) {
+  const int units = 2000, smem = 16384 + 1024;
   auto k = overlap_kernel<N, MODE, LK>;
-  const int smem = 16384 + 1024;
   CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  k<<<sms, 128 * WGS, smem>>>(units, d_out, 1u);
-  CK(cudaDeviceSynchronize());
-  k<<<sms, 128 * WGS, smem>>>(units, d_out, 2u);
-  CK(cudaDeviceSynchronize());
-  unsigned long long h[1024];
-  CK(cudaMemcpy(h, d_out, sms * 8, cudaMemcpyDeviceToHost));
-  double mean = 0;
-  for (int i = 0; i < sms; ++i) mean += double(h[i]) / sms;
-  std::printf("N=%3d lookups/word=%d mode=%2d%s%s%s%s, %d WG: %7.1f clocks/unit (tensor work of both warpgroups: %d)\n", N, LK, MODE,
-              MODE & 1 ? " MMA" : "", MODE & 2 ? " lookups" : "", MODE & 4 ? " (ALU)" : "", MODE & 8 ? " wait0" : "", WGS, mean / units, 2 * 4 * kNT * N / 2);
-  return 0;
+  const double per_unit =
+      mean_cta_clocks(sms, [&](unsigned seed, unsigned long long* out) {
+        k<<<sms, 128 * WGS, smem>>>(units, out, seed);
+      }) / units;
+  std::printf("N=%3d lookups/word=%d mode=%2d%s%s%s%s, %d WG: %7.1f clocks/unit (tensor work of both warpgroups: %d)\n",
+              N, LK, MODE, MODE & 1 ? " MMA" : "", MODE & 2 ? " lookups" : "", MODE & 4 ? " (ALU)" : "",
+              MODE & 8 ? " wait0" : "", WGS, per_unit, 2 * 4 * kNT * N / 2);
 }
 
 int main() {
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  unsigned long long* d_out;
-  CK(cudaMalloc(&d_out, 1024 * 8));
-  run<32, 2, 2>(sms, d_out); run<32, 3, 2>(sms, d_out); run<32, 11, 2>(sms, d_out);
-  run<32, 6, 4>(sms, d_out); run<32, 7, 4>(sms, d_out); run<32, 15, 4>(sms, d_out);
-  run<64, 2, 2>(sms, d_out); run<64, 3, 2>(sms, d_out); run<64, 11, 2>(sms, d_out);
-  run<64, 6, 4>(sms, d_out); run<64, 7, 4>(sms, d_out); run<64, 15, 4>(sms, d_out);
-  run<32, 2, 2, 1>(sms, d_out); run<32, 3, 2, 1>(sms, d_out); run<32, 11, 2, 1>(sms, d_out);
+  run<32, 2, 2>(sms); run<32, 3, 2>(sms); run<32, 11, 2>(sms);
+  run<32, 6, 4>(sms); run<32, 7, 4>(sms); run<32, 15, 4>(sms);
+  run<64, 2, 2>(sms); run<64, 3, 2>(sms); run<64, 11, 2>(sms);
+  run<64, 6, 4>(sms); run<64, 7, 4>(sms); run<64, 15, 4>(sms);
+  run<32, 2, 2, 1>(sms); run<32, 3, 2, 1>(sms); run<32, 11, 2, 1>(sms);
   return 0;
 }
