@@ -198,27 +198,37 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
   constexpr int kChunks = Cfg::kEntryUsed / 16;   // 16-byte stores per table row
   constexpr int kKeyChunks = Cfg::kQuad ? kChunks / 2 : kChunks;   // of one value
   constexpr int kTotal = Cfg::kEntries * kChunks;
-  constexpr int kPer = kTotal / Cfg::kThreads;
-  static_assert(kTotal % Cfg::kThreads == 0, "every thread writes the same number of chunks");
+  // The builders: the largest power of two of threads (every thread at 8 or
+  // 16 warps; the first 256 at 12). Each builder writes kPer chunks per
+  // round, as builder vt = tid + round * kBuilders of a wider CTA would.
+  constexpr int kBuilders = 1 << (31 - __builtin_clz(Cfg::kThreads));
+  constexpr int kPer = kTotal / kBuilders < 8 ? kTotal / kBuilders : 8;
+  constexpr int kRounds = kTotal / (kPer * kBuilders);
+  static_assert(kTotal % (kPer * kBuilders) == 0, "every builder writes the same number of chunks");
   static_assert((kPer & (kPer - 1)) == 0 && kPer <= 8, "a power of two, at most one chunk per bank group");
   static_assert(kPer % kKeyChunks == 0 || kKeyChunks % kPer == 0, "a thread's chunks: whole values or part of one");
   constexpr int kValues = kPer > kKeyChunks ? kPer / kKeyChunks : 1;
   static_assert(kValues <= 2, "at most two values per thread");
-  uint32_t x[kValues];
+  if (kBuilders < Cfg::kThreads && tid >= kBuilders) return;
 #pragma unroll
-  for (int j = 0; j < kValues; ++j) {
-    const int key = tid * kPer / kKeyChunks + j, e = Cfg::kQuad ? key >> 1 : key;
-    // Quads: pair e & 15 in the row's first half, pair e >> 4 in its second.
-    const int pair = Cfg::kQuad ? (key & 1 ? e >> 4 : e & 15) : e;
-    x[j] = pair_value<Cfg>(pair, cb_s, inv_max);
-  }
-  const int rot = (tid * kPer) >> 3;
+  for (int round = 0; round < kRounds; ++round) {
+    const int vt = tid + round * kBuilders;
+    uint32_t x[kValues];
 #pragma unroll
-  for (int s = 0; s < kPer; ++s) {
-    const int q = (s + rot) & (kPer - 1);   // the thread's chunk written by store s
-    const int f = tid * kPer + q, e = f / kChunks, c = f - e * kChunks;
-    const uint32_t v = kValues == 1 ? x[0] : (q >= kKeyChunks ? x[kValues - 1] : x[0]);
-    *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = make_uint4(v, v, v, v);
+    for (int j = 0; j < kValues; ++j) {
+      const int key = vt * kPer / kKeyChunks + j, e = Cfg::kQuad ? key >> 1 : key;
+      // Quads: pair e & 15 in the row's first half, pair e >> 4 in its second.
+      const int pair = Cfg::kQuad ? (key & 1 ? e >> 4 : e & 15) : e;
+      x[j] = pair_value<Cfg>(pair, cb_s, inv_max);
+    }
+    const int rot = (vt * kPer) >> 3;
+#pragma unroll
+    for (int s = 0; s < kPer; ++s) {
+      const int q = (s + rot) & (kPer - 1);   // the thread's chunk written by store s
+      const int f = vt * kPer + q, e = f / kChunks, c = f - e * kChunks;
+      const uint32_t v = kValues == 1 ? x[0] : (q >= kKeyChunks ? x[kValues - 1] : x[0]);
+      *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = make_uint4(v, v, v, v);
+    }
   }
 }
 

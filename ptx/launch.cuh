@@ -19,15 +19,23 @@ template <int kBits, typename T, int kMTiles>
 using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
                             (kMTiles == 1 && (kBits == 2 || kBits == 4) ? 3 : 2)>;
 
-// The decode kernel (at most 8 rows per expert slot): one CTA of 16 warps per
-// SM sharing the lookup table, a ring of stages per warp, and warp tiles of
-// kNT x 16 weight rows: 4 on large layers (the per-stage overhead is paid once
-// for 128 weights per thread), 2 on the others (twice the units, shorter
-// per-warp chains, fewer rows per split tile) and always for k = 5 (registers).
+// The decode kernel (at most 8 rows per expert slot): one CTA per SM sharing
+// the lookup table, a ring of stages per warp, and warp tiles of kNT x 16
+// weight rows: 4 on large layers (the per-stage overhead is paid once for 128
+// weights per thread), 2 on the others (twice the units, shorter per-warp
+// chains, fewer rows per split tile) and always for k = 5 (registers).
 // Ring depth per tile size, by measurement (docs/results.md v7): 3 stages for
 // 64-row tiles (Llama-3-70B M = 1: 60.5 vs 62.0 us with 4), 4 for 32-row tiles.
-// 12 warps were faster still at 70B (59.7 us with 3 stages) but 12-15 % slower
-// on the 8B layers, and made ptxas spill the k = 3 kernel on sm_90a.
+// Warps per CTA (decode_warps): 16, but 12 for the dense k = 4 configurations
+// with 64-row tiles (the activation rows in the stages). Measured with
+// scripts/tc_bench.cu (H100, graph time, docs/results.md v35): Llama-3-70B
+// gate/up k = 4 M = 1 46.3-47.2 vs 48.6-51.5 us, M = 4 48.2-49.0 vs
+// 49.3-51.6, down M = 1 48.2-48.8 vs 49.9-51.5; and the 8-row stages of
+// M = 5..8 fit one SM beside the 64 KB table only with 12 warps. At k = 2, 3
+// and 5 12 warps were 2-3.5 us slower (70B M = 1), and 10 or 14 warps (one
+// scheduler with a warp more than another) 3-5 us slower than 12 at k = 4.
+// (v7 had found 12 warps faster at 70B but 12-15 % slower on the 8B layers,
+// which keep 32-row tiles and 16 warps.)
 // KBIT_DECODE_WARPS / _NT / _STAGES override these for tuning experiments
 // (scripts/decode_variants.py; _NT then applies to every shape).
 #ifndef KBIT_DECODE_WARPS
@@ -46,6 +54,9 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 #endif
 template <int kBits, int kNT>
 constexpr int decode_nt_of() { return kBits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : kNT; }
+constexpr int decode_warps(int bits, int nt, int act_rows) {
+  return KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WARPS : bits == 4 && nt == 4 && act_rows > 0 ? 12 : 16;
+}
 // Activation rows carried in the ring stages (DecodeConfig::kActRows) where
 // every row fits: dense M <= 4 (those configurations are dense-only).
 // KBIT_DECODE_ACT_ROWS=0 keeps the activations in registers everywhere (A/B).
@@ -53,7 +64,7 @@ constexpr int decode_nt_of() { return kBits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT
 #define KBIT_DECODE_ACT_ROWS 4
 #endif
 template <int kBits, typename T, int kNT, int kActRows = 0, int kNt = decode_nt_of<kBits, kNT>()>
-using DecodeCfg = DecodeConfig<kBits, T, (KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WARPS : 16), kNt,
+using DecodeCfg = DecodeConfig<kBits, T, decode_warps(kBits, kNt, kActRows), kNt,
                                (KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES
                                 : kNt == 4 ? (kActRows > 0 ? KBIT_DECODE_ACT_STAGES : 3) : 4), kActRows>;
 
@@ -74,8 +85,13 @@ using DecodeCfg = DecodeConfig<kBits, T, (KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WA
 //   us, so the bound moved from 2^24 to 2^22, between that case and the
 //   smallest measured one below (the boundary itself is not measured);
 // * dense layers at M = 5..8 with at least 2^25 weights, k = 2..4: the decode
-//   kernel with 32-row warp tiles and the 8 activation rows in the ring
-//   stages (decode_act8_fits; v26, H100, M = 8, against 64-row tiles with
+//   kernel with the 8 activation rows in the ring stages (decode_act8_fits),
+//   in 64-row warp tiles on layers of at least 2^27 weights (v35, H100,
+//   tc_bench, Llama-3-70B gate/up M = 8: k = 4 (12 warps) 50.2-50.5 vs
+//   55.2-55.7 us, down 51.8-52.2 vs 55.1-55.4; k = 3 45.9-46.1 vs 54.1-54.2;
+//   k = 2 42.9-43.2 vs 48.4-48.8), else in 32-row tiles (Llama-3-8B k = 4:
+//   level, 18.6-19.3 us either way). The 32-row tiles against 64-row tiles
+//   with the activations in registers (v26, H100, M = 8, those with
 //   the activations in registers: Llama-3-70B gate/up 55.4-55.5 vs
 //   62.9-63.1 us, down 54.7-56.1 vs 65.2-66.3, Llama-3-8B gate/up 18.0-18.5
 //   vs 22.9-23.1, down 19.8-20.1 vs 24.2-24.5; those in turn against the
@@ -96,22 +112,24 @@ inline bool decode_grouped(const kbit_api::KbitArgs& a) {
 inline bool decode_dense_wide(const kbit_api::KbitArgs& a) {
   return a.E == 1 && a.M > 4 && a.M <= 8 && a.bits != 5 && (long long)a.N * a.K >= (1ll << 25);
 }
-// Dense M = 5..8 with all 8 activation rows in the ring stages: 32-row warp
-// tiles (64-row stages with 8 rows do not fit one SM), not at k = 5 (its
-// stages do not fit either). KBIT_DECODE_ACT8=0: 64-row tiles, activations in
-// registers (A/B); so does KBIT_DECODE_ACT_ROWS=0 (registers everywhere).
+// Dense M = 5..8 with all 8 activation rows in the ring stages: 32-row or
+// 64-row warp tiles (at k = 4 the 64-row stages fit one SM beside the table
+// only with 12 warps: decode_warps), not at k = 5 (its stages do not fit).
+// KBIT_DECODE_ACT8=0: 64-row tiles, activations in registers (A/B); so does
+// KBIT_DECODE_ACT_ROWS=0 (registers everywhere). (KBIT_DECODE_WARPS=16 makes
+// the k = 4 configuration too large: a compile-time error.)
 #ifndef KBIT_DECODE_ACT8
 #define KBIT_DECODE_ACT8 1
 #endif
 constexpr bool decode_act8_fits(int bits, int nt) {
-  return KBIT_DECODE_ACT8 && KBIT_DECODE_ACT_ROWS > 0 && nt == 2 && bits != 5;
+  return KBIT_DECODE_ACT8 && KBIT_DECODE_ACT_ROWS > 0 && (nt == 2 || nt == 4) && bits != 5;
 }
 inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
   return (a.E == 1 && a.M <= 4) || decode_dense_wide(a) || decode_grouped(a);
 }
 // 16-row tiles per warp of the decode kernel for this shape.
 inline int decode_nt(const kbit_api::KbitArgs& a) {
-  if (decode_dense_wide(a)) return decode_act8_fits(a.bits, 2) ? 2 : 4;
+  if (decode_dense_wide(a)) return decode_large_layer(a) || !decode_act8_fits(a.bits, 2) ? 4 : 2;
   return decode_large_layer(a) || a.E > 1 ? 4 : 2;
 }
 // The dense configurations' 32-bit split arithmetic (DecodeSplit<.., true>):
@@ -125,27 +143,29 @@ inline bool decode_dense_narrow(const kbit_api::KbitArgs& a, int ctas) {
 // Activation rows per ring stage: KBIT_DECODE_ACT_ROWS for dense layers whose
 // rows all fit, 8 at dense M = 5..8 where decode_act8_fits (the configurations
 // with them are dense-only: DecodeConfig::kDense), else 0 (registers; grouped
-// layers, dense M = 5..8 at k = 5 or with 64-row tiles, and dense layers too
-// large for 32-bit split arithmetic). `ctas`: the grid bound.
+// layers, dense M = 5..8 at k = 5, and dense layers too large for 32-bit
+// split arithmetic). `ctas`: the grid bound.
 // At M = 1 a stage carries the one row (kActRows = 1: 384 fewer bytes per
 // stage to copy from L2 and land, and no FFMAs for the MMA's second column)
-// where that measured faster: 32-row tiles (decode_act1_pays) of layers with
-// at least 2^24 weights (H100, graph time, docs/results.md v25: Llama-3-8B
-// -2.5 to -4 %, Llama-3-70B k = 5 -2 %). Not the smaller Qwen3 layers (level
-// on gate/up and o, 10 % slower on q), nor 64-row tiles (Llama-3-70B k = 4
-// 2 % slower; k = 2 7 % faster, but that build spills 20 bytes on sm_90a).
-// KBIT_DECODE_ACT1=0 turns it off (A/B).
+// where that measured faster (decode_act1_pays) on layers with at least 2^24
+// weights: 32-row tiles (H100, graph time, docs/results.md v25: Llama-3-8B
+// -2.5 to -4 %, Llama-3-70B k = 5 -2 %) and the 12-warp 64-row tiles of
+// k = 4 (v35, tc_bench: Llama-3-70B gate/up 46.2-47.2 vs 46.8-47.8 us). Not
+// the smaller Qwen3 layers (level on gate/up and o, 10 % slower on q), nor
+// 16-warp 64-row tiles (Llama-3-70B k = 4 2 % slower in v25; k = 2 and 3
+// 5 % and 1 % faster in v35, but those builds spill 20 and 40 bytes on
+// sm_90a). KBIT_DECODE_ACT1=0 turns it off (A/B).
 #ifndef KBIT_DECODE_ACT1
 #define KBIT_DECODE_ACT1 1
 #endif
-constexpr bool decode_act1_pays(int nt) { return KBIT_DECODE_ACT1 && nt == 2; }
+constexpr bool decode_act1_pays(int bits, int nt) { return KBIT_DECODE_ACT1 && (nt == 2 || (bits == 4 && nt == 4)); }
 inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas, int nt) {
   const int tile_nt = a.bits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : nt;   // as decode_nt_of
   if (a.E == 1 && a.M > KBIT_DECODE_ACT_ROWS && a.M <= 8 && decode_act8_fits(a.bits, tile_nt) &&
       decode_dense_narrow(a, ctas))
     return 8;
   if (!(a.E == 1 && a.M <= KBIT_DECODE_ACT_ROWS && decode_dense_narrow(a, ctas))) return 0;
-  const bool one_row = a.M == 1 && (long long)a.N * a.K >= (1ll << 24) && decode_act1_pays(tile_nt);
+  const bool one_row = a.M == 1 && (long long)a.N * a.K >= (1ll << 24) && decode_act1_pays(a.bits, tile_nt);
   return one_row ? 1 : KBIT_DECODE_ACT_ROWS;
 }
 
@@ -492,7 +512,7 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f
               : f.template operator()<DecodeCfg<BITS, __half, NT, ACT>>();
 #if KBIT_DECODE_ACT_ROWS > 0
 #define KBIT_DECODE_NT_(BITS, NT)                                                 \
-  if constexpr (decode_act1_pays(decode_nt_of<BITS, NT>())) {                     \
+  if constexpr (decode_act1_pays(BITS, decode_nt_of<BITS, NT>())) {               \
     if (act == 1) {                                                               \
       KBIT_DECODE_ACT_(BITS, NT, 1)                                               \
     }                                                                             \

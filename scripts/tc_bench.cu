@@ -1,12 +1,13 @@
-// tc_bench.cu — standalone timing of the tensor-core tiled kernels (the wgmma
-// kernel, ptx/kbit_wgmma.cuh, and the mma.sync kernel, ptx/kbit_gemm.cuh) on
-// the Llama-3 benchmark layers at k = 4, fp16, for probes and variants without
+// tc_bench.cu — standalone timing of the tensor-core kernels (the wgmma
+// kernel, ptx/kbit_wgmma.cuh, the mma.sync kernel, ptx/kbit_gemm.cuh, and the
+// decode kernel, ptx/kbit_decode.cuh) on the Llama-3 benchmark layers at
+// k = 4, fp16, for probes and variants without
 // the ~250-340 s extension build: it instantiates only the configurations it
 // times. Built on the GPU machine (~1 min), or here to check that it compiles:
 //
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -I. -Iptx -Iscripts \
 //        -o build/tc_bench scripts/tc_bench.cu [-DKBIT_WGMMA_PROBE=1] [-DKBIT_...=...]
-//   build/tc_bench [case-name-substring ...]
+//   build/tc_bench [case-name-substring | =case-name ...]
 //
 // For each case:
 // * the configuration the shape rule (launch.cuh) picks for it, checked to be
@@ -17,8 +18,9 @@
 // * graph time: CUDA-graph replay of R x (L2 flush, call) minus R x (flush),
 //   median of 7 replays, as eval/run.py --graph does; twice, and beside it a
 //   plain 16-byte streaming read of the call's weight bytes.
-// With KBIT_WGMMA_PROBE (kbit_wgmma.cuh) the wgmma kernel's results are wrong
-// by design and the check is reported, not enforced. The extension's numbers
+// With KBIT_WGMMA_PROBE (kbit_wgmma.cuh) or KBIT_DECODE_PROBE (kbit_decode.cuh)
+// the probed kernel's results are wrong by design and the check is reported,
+// not enforced. The extension's numbers
 // come from eval/run.py; this tool ranks variants and splits the time.
 #include <algorithm>
 #include <cmath>
@@ -26,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #ifdef TC_TIMELINE
@@ -114,13 +117,20 @@ using kbit::Kernel;
 struct Case {
   const char* name;
   int N, K, M;
-  Kernel kernel;   // kTiled (mma.sync) or kWgmma
+  Kernel kernel;   // kTiled (mma.sync), kWgmma or kDecode
   int nt;          // wgmma: tiles per warp as wgmma_config_for picks (4: whole 128-row tiles)
+  int bits = 4;    // k (the decode cases; the tiled and wgmma configurations here are k = 4)
 };
 // The configuration of each case, by name (as launch.cuh dispatches it).
 template <int kMTiles> using Tiled4 = kbit::KbitCfg<4, __half, kMTiles>;
 template <int kBlockM, int kNT> using Wg4 = kbit::WgmmaCfg<4, __half, kBlockM, kNT>;
 using WgWhole4 = kbit::WgmmaCfg<4, __half, 128, 1, 8>;
+// Decode configurations: the shape rule's (DecodeCfg: 16 warps, its ring
+// depth) and variants named by warps, 16-row tiles per warp, ring stages and
+// activation rows per stage.
+template <int kBits, int kNT, int kAct> using Dec = kbit::DecodeCfg<kBits, __half, kNT, kAct>;
+template <int kBits, int kWarps, int kNT, int kStages, int kAct>
+using DecV = kbit::DecodeConfig<kBits, __half, kWarps, kNT, kStages, kAct>;
 
 // Host-side data of one case and its device copies.
 struct Data {
@@ -149,7 +159,7 @@ static Data make_data(const Case& cs, uint64_t seed) {
   d.cs = cs;
   d.k_tiles = cs.K / 64;
   d.n_pad = (cs.N + 7) / 8 * 8;
-  const size_t words = size_t(d.k_tiles) * d.n_pad * 2 * 4;
+  const size_t words = size_t(d.k_tiles) * d.n_pad * 2 * cs.bits;
   d.packed.resize(words);
   for (size_t i = 0; i < words; i += 2) {
     const uint64_t r = splitmix(seed);
@@ -163,7 +173,7 @@ static Data make_data(const Case& cs, uint64_t seed) {
   }
   std::mt19937 rng{unsigned(seed)};
   std::normal_distribution<float> nd;
-  d.cb.resize(16);
+  d.cb.resize(size_t(1) << cs.bits);
   for (auto& c : d.cb) c = nd(rng);
   d.a.resize(size_t(cs.M) * cs.K);
   for (auto& x : d.a) x = __float2half(nd(rng));
@@ -172,13 +182,13 @@ static Data make_data(const Case& cs, uint64_t seed) {
   CK(cudaMalloc(&d.d_packed, words * 4));
   CK(cudaMalloc(&d.d_absmax, d.absmax.size()));
   CK(cudaMalloc(&d.d_offsets, 8));
-  CK(cudaMalloc(&d.d_cb, 64));
+  CK(cudaMalloc(&d.d_cb, d.cb.size() * 4));
   CK(cudaMalloc(&d.d_a, d.a.size() * 2));
   CK(cudaMalloc(&d.d_c, size_t(cs.M) * cs.N * 2));
   CK(cudaMemcpy(d.d_packed, d.packed.data(), words * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(d.d_absmax, d.absmax.data(), d.absmax.size(), cudaMemcpyHostToDevice));
   CK(cudaMemcpy(d.d_offsets, offsets, 8, cudaMemcpyHostToDevice));
-  CK(cudaMemcpy(d.d_cb, d.cb.data(), 64, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(d.d_cb, d.cb.data(), d.cb.size() * 4, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(d.d_a, d.a.data(), d.a.size() * 2, cudaMemcpyHostToDevice));
   return d;
 }
@@ -194,7 +204,7 @@ static kbit_api::KbitArgs args_of(const Data& d) {
   kbit_api::KbitArgs a{};
   a.a = d.d_a; a.b_packed = d.d_packed; a.b_absmax = d.d_absmax; a.codebook = d.d_cb; a.offsets = d.d_offsets;
   a.c = d.d_c;
-  a.M = d.cs.M; a.N = d.cs.N; a.K = d.cs.K; a.E = 1; a.bits = 4; a.n_pad = d.n_pad; a.k_tiles = d.k_tiles;
+  a.M = d.cs.M; a.N = d.cs.N; a.K = d.cs.K; a.E = 1; a.bits = d.cs.bits; a.n_pad = d.n_pad; a.k_tiles = d.k_tiles;
   a.bf16 = 0;
   a.kernel = 0;
   return a;
@@ -220,11 +230,11 @@ static double check(const Data& d) {
     for (int kt = 0; kt < d.k_tiles; ++kt)
       for (int b = 0; b < 2; ++b) {
         const size_t row = size_t(kt) * d.n_pad + n;
-        const int32_t* w = &d.packed[(row * 2 + b) * 4];
+        const int32_t* w = &d.packed[(row * 2 + b) * cs.bits];
         const double sc = scale[d.absmax[row * 2 + b]];
         for (int j = 0; j < 32; ++j) {
           int idx = 0;
-          for (int p = 0; p < 4; ++p) idx |= ((uint32_t(w[p]) >> j) & 1) << p;
+          for (int p = 0; p < cs.bits; ++p) idx |= ((uint32_t(w[p]) >> j) & 1) << p;
           const double t = double(d.cb[idx]) * sc * double(__half2float(d.a[size_t(r) * cs.K + kt * 64 + b * 32 + j]));
           sum += t;
           mag += std::fabs(t);
@@ -239,13 +249,20 @@ static double check(const Data& d) {
 // Plans (the tree's PlanFn with the named configuration) and launches one case.
 template <class Cfg, Kernel K>
 struct Runner {
+  using Config = Cfg;
+  static constexpr Kernel kKernel = K;
   kbit_api::KbitPlan plan{};
   void prepare(Data& d, int dev) {
     const kbit_api::KbitArgs a = args_of(d);
     plan.mtiles = Cfg::BLOCK_M / 8;
     plan.wgmma = K == Kernel::kWgmma ? d.cs.nt : 0;
-    if (const char* err = kbit::PlanFn<K>{a, dev, &plan}.template operator()<Cfg>()) {
+    bool fits = true;
+    if (const char* err = kbit::PlanFn<K>{a, dev, &plan, &fits}.template operator()<Cfg>()) {
       std::fprintf(stderr, "%s: plan: %s\n", d.cs.name, err);
+      std::exit(1);
+    }
+    if (!fits) {
+      std::fprintf(stderr, "%s: the configuration does not fit the device's shared memory\n", d.cs.name);
       std::exit(1);
     }
     CK(cudaMalloc(&d.d_ws, std::max<size_t>(plan.workspace_floats, 1) * 4));
@@ -385,11 +402,21 @@ static void phases(const Data& d, const R& runner, cudaStream_t st, const L2Flus
 }
 #endif
 
-// The shape rule's choice for a case (launch.cuh): kernel, mtiles, wgmma configuration.
+// Whether a case's configuration is the shape rule's (launch.cuh): kernel,
+// mtiles, wgmma configuration; for the decode kernel its tile, activation
+// rows, warps and ring depth (variants print NO).
+template <class R>
 static bool rule_agrees(const Case& cs, int sms) {
   kbit_api::KbitArgs a{};
-  a.M = cs.M; a.N = cs.N; a.K = cs.K; a.E = 1; a.bits = 4;
+  a.M = cs.M; a.N = cs.N; a.K = cs.K; a.E = 1; a.bits = cs.bits;
   int mtiles = kbit::kbit_pick_mtiles(a.M, a.E);
+  if constexpr (R::kKernel == Kernel::kDecode) {
+    using C = typename R::Config;
+    if (mtiles != 1 || !kbit::decode_kernel_pays(a)) return false;
+    const int nt = kbit::decode_nt(a), act = kbit::decode_act_rows(a, sms, nt);
+    return C::kBits == cs.bits && C::kNT == (cs.bits == 5 ? 2 : nt) && C::kActRows == act &&
+           std::is_same_v<C, Dec<C::kBits, C::kNT, C::kActRows>>;
+  }
   if (!kbit::wgmma_kernel_pays(a, mtiles)) return cs.kernel == Kernel::kTiled;
   mtiles = kbit::wgmma_mtiles(a, mtiles);
   return cs.kernel == Kernel::kWgmma && kbit::wgmma_config_for(a, mtiles, sms) == cs.nt;
@@ -401,7 +428,8 @@ int main(int argc, char** argv) {
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, dev));
-  std::printf("device: %s, %d SMs; KBIT_WGMMA_PROBE=%d\n", prop.name, sms, KBIT_WGMMA_PROBE);
+  std::printf("device: %s, %d SMs; KBIT_WGMMA_PROBE=%d KBIT_DECODE_PROBE=%d\n", prop.name, sms, KBIT_WGMMA_PROBE,
+              KBIT_DECODE_PROBE);
   const L2Flush flush(sms * 4);
   const size_t read_max = size_t(128) << 20;
   void* rsrc;
@@ -417,7 +445,8 @@ int main(int argc, char** argv) {
 
   auto run_case = [&](const Case& cs, auto runner) {
     bool want = argc < 2;
-    for (int i = 1; i < argc; ++i) want = want || std::strstr(cs.name, argv[i]);
+    for (int i = 1; i < argc; ++i)   // a substring of the name, or "=name"
+      want = want || (argv[i][0] == '=' ? !std::strcmp(cs.name, argv[i] + 1) : !!std::strstr(cs.name, argv[i]));
     if (!want) return;
     Data d = make_data(cs, 1234u + cs.M);
     runner.prepare(d, dev);
@@ -435,7 +464,7 @@ int main(int argc, char** argv) {
     CK(cudaStreamSynchronize(st));
     const double err = std::max(err1, check(d));   // the last of the timed calls too
     std::printf("%-26s %8.2f %5s %8.3f %8.2f %8.2f %8.2f\n", cs.name, d.weight_bytes / 1e6,
-                rule_agrees(cs, sms) ? "yes" : "NO", err, t1, t2, t_read);
+                rule_agrees<decltype(runner)>(cs, sms) ? "yes" : "NO", err, t1, t2, t_read);
     std::fflush(stdout);
 #ifdef TC_TIMELINE
     if (cs.kernel == Kernel::kWgmma) timeline(d, runner, st, flush);
@@ -443,13 +472,37 @@ int main(int argc, char** argv) {
 #ifdef TC_PHASES
     if (cs.kernel == Kernel::kWgmma) phases(d, runner, st, flush);
 #endif
-    if (!KBIT_WGMMA_PROBE && !(err <= 1.0)) {
+    if (!KBIT_WGMMA_PROBE && !KBIT_DECODE_PROBE && !(err <= 1.0)) {
       std::fprintf(stderr, "%s: wrong results (err %.3f)\n", cs.name, err);
       std::exit(2);
     }
     free_data(d);
   };
-  constexpr Kernel T = Kernel::kTiled, W = Kernel::kWgmma;
+  constexpr Kernel T = Kernel::kTiled, W = Kernel::kWgmma, D = Kernel::kDecode;
+  // Decode kernel (M <= 8): the rule's configuration, then variants (_wW
+  // warps, _ntT 16-row tiles per warp, _sS ring stages, _aA activation rows
+  // per stage; _v34: the rule's configuration before v35).
+  run_case({"dec_70b_gateup_m1", 28672, 8192, 1, D, 0}, Runner<Dec<4, 4, 1>, D>{});
+  run_case({"dec_70b_gateup_m1_v34", 28672, 8192, 1, D, 0}, Runner<DecV<4, 16, 4, 3, 4>, D>{});
+  run_case({"dec_70b_gateup_m1_a4", 28672, 8192, 1, D, 0}, Runner<DecV<4, 12, 4, 3, 4>, D>{});
+  run_case({"dec_70b_down_m1", 8192, 28672, 1, D, 0}, Runner<Dec<4, 4, 1>, D>{});
+  run_case({"dec_70b_down_m1_v34", 8192, 28672, 1, D, 0}, Runner<DecV<4, 16, 4, 3, 4>, D>{});
+  run_case({"dec_70b_gateup_m4", 28672, 8192, 4, D, 0}, Runner<Dec<4, 4, 4>, D>{});
+  run_case({"dec_70b_gateup_m4_v34", 28672, 8192, 4, D, 0}, Runner<DecV<4, 16, 4, 3, 4>, D>{});
+  run_case({"dec_70b_gateup_m8", 28672, 8192, 8, D, 0}, Runner<Dec<4, 4, 8>, D>{});
+  run_case({"dec_70b_gateup_m8_v34", 28672, 8192, 8, D, 0}, Runner<DecV<4, 16, 2, 4, 8>, D>{});
+  run_case({"dec_70b_down_m8", 8192, 28672, 8, D, 0}, Runner<Dec<4, 4, 8>, D>{});
+  run_case({"dec_70b_down_m8_v34", 8192, 28672, 8, D, 0}, Runner<DecV<4, 16, 2, 4, 8>, D>{});
+  run_case({"dec_70b_gateup_m8_k2", 28672, 8192, 8, D, 0, 2}, Runner<Dec<2, 4, 8>, D>{});
+  run_case({"dec_70b_gateup_m8_k2_v34", 28672, 8192, 8, D, 0, 2}, Runner<DecV<2, 16, 2, 4, 8>, D>{});
+  run_case({"dec_70b_gateup_m8_k3", 28672, 8192, 8, D, 0, 3}, Runner<Dec<3, 4, 8>, D>{});
+  run_case({"dec_70b_gateup_m8_k3_v34", 28672, 8192, 8, D, 0, 3}, Runner<DecV<3, 16, 2, 4, 8>, D>{});
+  run_case({"dec_70b_gateup_m1_k2", 28672, 8192, 1, D, 0, 2}, Runner<Dec<2, 4, 4>, D>{});
+  run_case({"dec_70b_gateup_m1_k3", 28672, 8192, 1, D, 0, 3}, Runner<Dec<3, 4, 4>, D>{});
+  run_case({"dec_70b_gateup_m1_k5", 28672, 8192, 1, D, 0, 5}, Runner<Dec<5, 2, 1>, D>{});
+  run_case({"dec_8b_gateup_m1", 14336, 4096, 1, D, 0}, Runner<Dec<4, 2, 1>, D>{});
+  run_case({"dec_8b_gateup_m4", 14336, 4096, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
+  run_case({"dec_8b_gateup_m8", 14336, 4096, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
   run_case({"70b_gateup_m16", 28672, 8192, 16, T, 0}, Runner<Tiled4<2>, T>{});
   run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
   run_case({"70b_gateup_m64", 28672, 8192, 64, W, 3}, Runner<Wg4<64, 3>, W>{});

@@ -199,6 +199,21 @@ def test_kbit_default_rule_shapes(m, n, k, experts, monkeypatch):
 
 
 @requires_sm80
+@pytest.mark.parametrize("bits", [2, 3, 4])
+@pytest.mark.parametrize("m", [1, 4, 8])
+def test_kbit_decode_large_layer(bits, m, monkeypatch):
+    """Dense layers of at least 2^27 weights at M <= 8 (no kernel forced): on
+    the H100 the decode kernel with 64-row warp tiles, since v35 with 12 warps
+    at k = 4 (one activation row per ring stage at M = 1, four at M = 4, eight
+    at M = 8) and with the eight rows in the stages at M = 8 for k = 2 and 3
+    (16 warps). N = 16392 leaves a partial tile. Every run passes the checker
+    and gives the same bits."""
+    monkeypatch.delenv("KBIT_KERNEL", raising=False)
+    spec = dict(problem="kbit_gemm", m=m, n=16392, k=8192, bits=bits, dtype="float16", experts=1, seed=17)
+    _check_same_bits(generate(spec, "cuda"))
+
+
+@requires_sm80
 @pytest.mark.parametrize("bits", [2, 3, 4, 5])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("experts,m,n,k", [(1, 1, 1000, 4128), (1, 1, 72, 96), (1, 1, 520, 2080), (1, 1, 4096, 2048),
