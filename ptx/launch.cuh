@@ -27,15 +27,18 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 // Ring depth per tile size, by measurement (docs/results.md v7): 3 stages for
 // 64-row tiles (Llama-3-70B M = 1: 60.5 vs 62.0 us with 4), 4 for 32-row tiles.
 // Warps per CTA (decode_warps): 16, but 12 for the dense k = 4 configurations
-// with 64-row tiles (the activation rows in the stages). Measured with
-// scripts/tc_bench.cu (H100, graph time, docs/results.md v35): Llama-3-70B
-// gate/up k = 4 M = 1 46.3-47.2 vs 48.6-51.5 us, M = 4 48.2-49.0 vs
-// 49.3-51.6, down M = 1 48.2-48.8 vs 49.9-51.5; and the 8-row stages of
-// M = 5..8 fit one SM beside the 64 KB table only with 12 warps. At k = 2, 3
-// and 5 12 warps were 2-3.5 us slower (70B M = 1), and 10 or 14 warps (one
-// scheduler with a warp more than another) 3-5 us slower than 12 at k = 4.
-// (v7 had found 12 warps faster at 70B but 12-15 % slower on the 8B layers,
-// which keep 32-row tiles and 16 warps.)
+// with 64-row tiles (the activation rows in the stages) and for k = 5 with
+// 64-row tiles and one activation row (M = 1 on layers of 2^27+ weights).
+// Measured with scripts/tc_bench.cu (H100, graph time, docs/results.md v35):
+// Llama-3-70B gate/up k = 4 M = 1 46.3-47.2 vs 48.6-51.5 us, M = 4 48.2-49.0
+// vs 49.3-51.6, down M = 1 48.2-48.8 vs 49.9-51.5; k = 5 M = 1 57.8-58.4 vs
+// 58.7-59.8 (32-row tiles, 16 warps; 64-row tiles need the registers of 12
+// warps: 168, and spill 20 bytes at 16); and the 8-row stages of M = 5..8 fit
+// one SM beside the 64 KB table only with 12 warps. At k = 2 and 3 12 warps
+// were 2-3.5 us slower (70B M = 1), and 10 or 14 warps (one scheduler with a
+// warp more than another) 3-5 us slower than 12 at k = 4. (v7 had found 12
+// warps faster at 70B but 12-15 % slower on the 8B layers, with the
+// activations in registers.)
 // KBIT_DECODE_WARPS / _NT / _STAGES override these for tuning experiments
 // (scripts/decode_variants.py; _NT then applies to every shape).
 #ifndef KBIT_DECODE_WARPS
@@ -48,14 +51,22 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 #define KBIT_DECODE_STAGES 0
 #endif
 // Tuning: ring depth of 64-row tiles with activation rows in the stages (4 fits
-// with one row; measured no faster, docs/results.md v25).
+// with one row; measured no faster, docs/results.md v25; with 12 warps 2 us
+// slower at Llama-3-70B M = 1 and 4, v35).
 #ifndef KBIT_DECODE_ACT_STAGES
 #define KBIT_DECODE_ACT_STAGES 3
 #endif
-template <int kBits, int kNT>
-constexpr int decode_nt_of() { return kBits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : kNT; }
+// 16-row tiles per warp of a configuration: the shape rule's (or
+// KBIT_DECODE_NT), but 2 at k = 5 (registers) except with one activation row
+// per stage, where 12 warps leave room for 64-row tiles (168 registers).
+constexpr int decode_tile_nt(int bits, int nt, int act_rows) {
+  const int n = KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : nt;
+  return bits == 5 && !(n == 4 && act_rows == 1) ? 2 : n;
+}
+// Warps per CTA: 12 for the dense 64-row configurations of k = 4 and 5 (see
+// above), else 16.
 constexpr int decode_warps(int bits, int nt, int act_rows) {
-  return KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WARPS : bits == 4 && nt == 4 && act_rows > 0 ? 12 : 16;
+  return KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WARPS : bits >= 4 && nt == 4 && act_rows > 0 ? 12 : 16;
 }
 // Activation rows carried in the ring stages (DecodeConfig::kActRows) where
 // every row fits: dense M <= 4 (those configurations are dense-only).
@@ -63,7 +74,7 @@ constexpr int decode_warps(int bits, int nt, int act_rows) {
 #ifndef KBIT_DECODE_ACT_ROWS
 #define KBIT_DECODE_ACT_ROWS 4
 #endif
-template <int kBits, typename T, int kNT, int kActRows = 0, int kNt = decode_nt_of<kBits, kNT>()>
+template <int kBits, typename T, int kNT, int kActRows = 0, int kNt = decode_tile_nt(kBits, kNT, kActRows)>
 using DecodeCfg = DecodeConfig<kBits, T, decode_warps(kBits, kNt, kActRows), kNt,
                                (KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES
                                 : kNt == 4 ? (kActRows > 0 ? KBIT_DECODE_ACT_STAGES : 3) : 4), kActRows>;
@@ -127,9 +138,15 @@ constexpr bool decode_act8_fits(int bits, int nt) {
 inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
   return (a.E == 1 && a.M <= 4) || decode_dense_wide(a) || decode_grouped(a);
 }
-// 16-row tiles per warp of the decode kernel for this shape.
+// 16-row tiles per warp of the decode kernel for this shape (DecodeCfg keeps
+// 32-row tiles at k = 5 but with one activation row). Dense M = 1 at k = 4
+// takes 64-row tiles (12 warps, one row) from 2^25 weights: Llama-3-8B
+// gate/up 15.4-16.3 vs 15.9-16.5 us, down 16.4-16.8 vs 16.6-17.3 (v35,
+// tc_bench); at M = 4 they were level or slower there (down 18.1-19.0 vs
+// 17.7-18.5), so 2^27 stays the bound for M = 2..4.
 inline int decode_nt(const kbit_api::KbitArgs& a) {
   if (decode_dense_wide(a)) return decode_large_layer(a) || !decode_act8_fits(a.bits, 2) ? 4 : 2;
+  if (a.E == 1 && a.M == 1 && a.bits == 4 && (long long)a.N * a.K >= (1ll << 25)) return 4;
   return decode_large_layer(a) || a.E > 1 ? 4 : 2;
 }
 // The dense configurations' 32-bit split arithmetic (DecodeSplit<.., true>):
@@ -158,9 +175,9 @@ inline bool decode_dense_narrow(const kbit_api::KbitArgs& a, int ctas) {
 #ifndef KBIT_DECODE_ACT1
 #define KBIT_DECODE_ACT1 1
 #endif
-constexpr bool decode_act1_pays(int bits, int nt) { return KBIT_DECODE_ACT1 && (nt == 2 || (bits == 4 && nt == 4)); }
+constexpr bool decode_act1_pays(int bits, int nt) { return KBIT_DECODE_ACT1 && (nt == 2 || (bits >= 4 && nt == 4)); }
 inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas, int nt) {
-  const int tile_nt = a.bits == 5 ? 2 : KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : nt;   // as decode_nt_of
+  const int tile_nt = KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : nt;   // (k = 5: 64-row tiles only with one row)
   if (a.E == 1 && a.M > KBIT_DECODE_ACT_ROWS && a.M <= 8 && decode_act8_fits(a.bits, tile_nt) &&
       decode_dense_narrow(a, ctas))
     return 8;
@@ -512,12 +529,12 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f
               : f.template operator()<DecodeCfg<BITS, __half, NT, ACT>>();
 #if KBIT_DECODE_ACT_ROWS > 0
 #define KBIT_DECODE_NT_(BITS, NT)                                                 \
-  if constexpr (decode_act1_pays(BITS, decode_nt_of<BITS, NT>())) {               \
+  if constexpr (decode_act1_pays(BITS, decode_tile_nt(BITS, NT, 1))) {           \
     if (act == 1) {                                                               \
       KBIT_DECODE_ACT_(BITS, NT, 1)                                               \
     }                                                                             \
   }                                                                               \
-  if constexpr (decode_act8_fits(BITS, decode_nt_of<BITS, NT>())) {               \
+  if constexpr (decode_act8_fits(BITS, decode_tile_nt(BITS, NT, 8))) {           \
     if (act == 8) {                                                               \
       KBIT_DECODE_ACT_(BITS, NT, 8)                                               \
     }                                                                             \

@@ -414,7 +414,7 @@ static bool rule_agrees(const Case& cs, int sms) {
     using C = typename R::Config;
     if (mtiles != 1 || !kbit::decode_kernel_pays(a)) return false;
     const int nt = kbit::decode_nt(a), act = kbit::decode_act_rows(a, sms, nt);
-    return C::kBits == cs.bits && C::kNT == (cs.bits == 5 ? 2 : nt) && C::kActRows == act &&
+    return C::kBits == cs.bits && C::kNT == kbit::decode_tile_nt(cs.bits, nt, act) && C::kActRows == act &&
            std::is_same_v<C, Dec<C::kBits, C::kNT, C::kActRows>>;
   }
   if (!kbit::wgmma_kernel_pays(a, mtiles)) return cs.kernel == Kernel::kTiled;
@@ -499,9 +499,14 @@ int main(int argc, char** argv) {
   run_case({"dec_70b_gateup_m8_k3_v34", 28672, 8192, 8, D, 0, 3}, Runner<DecV<3, 16, 2, 4, 8>, D>{});
   run_case({"dec_70b_gateup_m1_k2", 28672, 8192, 1, D, 0, 2}, Runner<Dec<2, 4, 4>, D>{});
   run_case({"dec_70b_gateup_m1_k3", 28672, 8192, 1, D, 0, 3}, Runner<Dec<3, 4, 4>, D>{});
-  run_case({"dec_70b_gateup_m1_k5", 28672, 8192, 1, D, 0, 5}, Runner<Dec<5, 2, 1>, D>{});
-  run_case({"dec_8b_gateup_m1", 14336, 4096, 1, D, 0}, Runner<Dec<4, 2, 1>, D>{});
+  run_case({"dec_70b_gateup_m1_k5", 28672, 8192, 1, D, 0, 5}, Runner<Dec<5, 4, 1>, D>{});
+  run_case({"dec_70b_gateup_m1_k5_v34", 28672, 8192, 1, D, 0, 5}, Runner<DecV<5, 16, 2, 4, 1>, D>{});
+  run_case({"dec_8b_gateup_m1", 14336, 4096, 1, D, 0}, Runner<Dec<4, 4, 1>, D>{});
+  run_case({"dec_8b_gateup_m1_v34", 14336, 4096, 1, D, 0}, Runner<DecV<4, 16, 2, 4, 1>, D>{});
+  run_case({"dec_8b_down_m1", 4096, 14336, 1, D, 0}, Runner<Dec<4, 4, 1>, D>{});
+  run_case({"dec_8b_down_m1_v34", 4096, 14336, 1, D, 0}, Runner<DecV<4, 16, 2, 4, 1>, D>{});
   run_case({"dec_8b_gateup_m4", 14336, 4096, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
+  run_case({"dec_8b_down_m4", 4096, 14336, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
   run_case({"dec_8b_gateup_m8", 14336, 4096, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
   run_case({"70b_gateup_m16", 28672, 8192, 16, T, 0}, Runner<Tiled4<2>, T>{});
   run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});

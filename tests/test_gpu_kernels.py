@@ -183,31 +183,35 @@ def test_kbit_decode_split_tiles_same_bits(kernel, m, n, k, experts, monkeypatch
 
 @requires_sm80
 @pytest.mark.parametrize("m,n,k,experts", [(5, 4096, 8192, 1), (8, 4128, 8192, 1), (40, 2048, 544, 16),
-                                           (10, 1000, 2048, 512)])
+                                           (10, 1000, 2048, 512), (1, 4104, 8192, 1)])
 def test_kbit_default_rule_shapes(m, n, k, experts, monkeypatch):
     """Shapes the shape rule sends to the decode kernel since v26 (no kernel
     forced): dense layers of at least 2^25 weights at M = 5..8 (32-row warp
     tiles, the 8 activation rows in the ring stages; N = 4128 leaves a
     partial tile) and a grouped layer of 2^25.4 weights over its rows; and
     one it sends to the CUDA-core kernel since v28, a grouped layer of 2^24.3
-    (one token's routed experts of Qwen3-Coder-Next, a partial strip). Every
-    run passes the checker and gives the same bits (both kernels add their
-    parts in a fixed order)."""
+    (one token's routed experts of Qwen3-Coder-Next, a partial strip); and
+    since v35 a dense M = 1 layer of 2^25 weights (k = 4: the decode kernel's
+    64-row tiles of 12 warps, one activation row). Every run passes the
+    checker and gives the same bits (both kernels add their parts in a fixed
+    order)."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
     spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=4, dtype="float16", experts=experts, seed=11)
     _check_same_bits(generate(spec, "cuda"))
 
 
 @requires_sm80
-@pytest.mark.parametrize("bits", [2, 3, 4])
-@pytest.mark.parametrize("m", [1, 4, 8])
+@pytest.mark.parametrize("bits,m", [(b, m) for b in (2, 3, 4, 5) for m in (1, 4, 8) if (b, m) != (5, 8)])
 def test_kbit_decode_large_layer(bits, m, monkeypatch):
     """Dense layers of at least 2^27 weights at M <= 8 (no kernel forced): on
     the H100 the decode kernel with 64-row warp tiles, since v35 with 12 warps
     at k = 4 (one activation row per ring stage at M = 1, four at M = 4, eight
-    at M = 8) and with the eight rows in the stages at M = 8 for k = 2 and 3
-    (16 warps). N = 16392 leaves a partial tile. Every run passes the checker
-    and gives the same bits."""
+    at M = 8) and at k = 5, M = 1 (one row), and with the eight rows in the
+    stages at M = 8 for k = 2 and 3 (16 warps); k = 5 at M = 4 keeps 32-row
+    tiles. (k = 5 at M = 8 goes to the tiled kernel, whose split-tile sums may
+    differ in the last bits between runs: test_kbit_repeatable.) N = 16392
+    leaves a partial tile. Every run passes the checker and gives the same
+    bits."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
     spec = dict(problem="kbit_gemm", m=m, n=16392, k=8192, bits=bits, dtype="float16", experts=1, seed=17)
     _check_same_bits(generate(spec, "cuda"))
