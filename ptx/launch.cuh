@@ -30,9 +30,9 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 // with 64-row tiles (the activation rows in the stages) and for k = 5 with
 // 64-row tiles and one activation row (M = 1 on layers of 2^27+ weights).
 // Measured with scripts/tc_bench.cu (H100, graph time, docs/results.md v35):
-// Llama-3-70B gate/up k = 4 M = 1 46.3-47.2 vs 48.6-51.5 us, M = 4 48.2-49.0
-// vs 49.3-51.6, down M = 1 48.2-48.8 vs 49.9-51.5; k = 5 M = 1 57.8-58.4 vs
-// 58.7-59.8 (32-row tiles, 16 warps; 64-row tiles need the registers of 12
+// Llama-3-70B gate/up k = 4 M = 1 46.2-47.2 vs 48.6-51.5 us, M = 4 47.6-49.0
+// vs 49.3-51.6, down M = 1 47.1-48.8 vs 49.9-51.5; k = 5 M = 1 57.8-60.1 vs
+// 58.7-61.1 (32-row tiles, 16 warps; 64-row tiles need the registers of 12
 // warps: 168, and spill 20 bytes at 16); and the 8-row stages of M = 5..8 fit
 // one SM beside the 64 KB table only with 12 warps. At k = 2 and 3 12 warps
 // were 2-3.5 us slower (70B M = 1), and 10 or 14 warps (one scheduler with a
@@ -98,10 +98,10 @@ using DecodeCfg = DecodeConfig<kBits, T, decode_warps(kBits, kNt, kActRows), kNt
 // * dense layers at M = 5..8 with at least 2^25 weights, k = 2..4: the decode
 //   kernel with the 8 activation rows in the ring stages (decode_act8_fits),
 //   in 64-row warp tiles on layers of at least 2^27 weights (v35, H100,
-//   tc_bench, Llama-3-70B gate/up M = 8: k = 4 (12 warps) 50.2-50.5 vs
-//   55.2-55.7 us, down 51.8-52.2 vs 55.1-55.4; k = 3 45.9-46.1 vs 54.1-54.2;
-//   k = 2 42.9-43.2 vs 48.4-48.8), else in 32-row tiles (Llama-3-8B k = 4:
-//   level, 18.6-19.3 us either way). The 32-row tiles against 64-row tiles
+//   tc_bench, Llama-3-70B gate/up M = 8: k = 4 (12 warps) 49.7-51.0 vs
+//   54.7-56.2 us, down 51.8-52.5 vs 55.1-56.0; k = 3 45.7-47.2 vs 53.7-54.8;
+//   k = 2 42.9-43.5 vs 48.4-49.1), else in 32-row tiles (Llama-3-8B k = 4:
+//   level, 18.6-19.6 us either way). The 32-row tiles against 64-row tiles
 //   with the activations in registers (v26, H100, M = 8, those with
 //   the activations in registers: Llama-3-70B gate/up 55.4-55.5 vs
 //   62.9-63.1 us, down 54.7-56.1 vs 65.2-66.3, Llama-3-8B gate/up 18.0-18.5
@@ -141,9 +141,10 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 // 16-row tiles per warp of the decode kernel for this shape (DecodeCfg keeps
 // 32-row tiles at k = 5 but with one activation row). Dense M = 1 at k = 4
 // takes 64-row tiles (12 warps, one row) from 2^25 weights: Llama-3-8B
-// gate/up 15.4-16.3 vs 15.9-16.5 us, down 16.4-16.8 vs 16.6-17.3 (v35,
-// tc_bench); at M = 4 they were level or slower there (down 18.1-19.0 vs
-// 17.7-18.5), so 2^27 stays the bound for M = 2..4.
+// gate/up 15.9-16.0 vs 16.2-16.6 us, down 16.4 vs 17.2 (v35, harness, two
+// rounds each; tc_bench 15.4-17.0 vs 15.9-16.8 and 16.4-17.2 vs 16.6-17.9);
+// at M = 4 they were level or slower there (down 18.1-19.0 vs 17.7-18.6),
+// so 2^27 stays the bound for M = 2..4.
 inline int decode_nt(const kbit_api::KbitArgs& a) {
   if (decode_dense_wide(a)) return decode_large_layer(a) || !decode_act8_fits(a.bits, 2) ? 4 : 2;
   if (a.E == 1 && a.M == 1 && a.bits == 4 && (long long)a.N * a.K >= (1ll << 25)) return 4;

@@ -497,6 +497,15 @@ int main(int argc, char** argv) {
   run_case({"dec_70b_gateup_m8_k2_v34", 28672, 8192, 8, D, 0, 2}, Runner<DecV<2, 16, 2, 4, 8>, D>{});
   run_case({"dec_70b_gateup_m8_k3", 28672, 8192, 8, D, 0, 3}, Runner<Dec<3, 4, 8>, D>{});
   run_case({"dec_70b_gateup_m8_k3_v34", 28672, 8192, 8, D, 0, 3}, Runner<DecV<3, 16, 2, 4, 8>, D>{});
+  // Ring depth against warps (bytes in flight per SM).
+  run_case({"dec_70b_gateup_m1_s2", 28672, 8192, 1, D, 0}, Runner<DecV<4, 12, 4, 2, 1>, D>{});
+  run_case({"dec_70b_gateup_m1_w16s2", 28672, 8192, 1, D, 0}, Runner<DecV<4, 16, 4, 2, 4>, D>{});
+  run_case({"dec_70b_gateup_m4_w16s2", 28672, 8192, 4, D, 0}, Runner<DecV<4, 16, 4, 2, 4>, D>{});
+  run_case({"dec_70b_gateup_m8_w16s2", 28672, 8192, 8, D, 0}, Runner<DecV<4, 16, 4, 2, 8>, D>{});
+  run_case({"dec_70b_gateup_m1_k2_s2", 28672, 8192, 1, D, 0, 2}, Runner<DecV<2, 16, 4, 2, 4>, D>{});
+  run_case({"dec_70b_gateup_m1_k3_s2", 28672, 8192, 1, D, 0, 3}, Runner<DecV<3, 16, 4, 2, 4>, D>{});
+  run_case({"dec_8b_gateup_m1_s3nt2", 14336, 4096, 1, D, 0}, Runner<DecV<4, 16, 2, 3, 1>, D>{});
+  run_case({"dec_8b_gateup_m4_s3nt2", 14336, 4096, 4, D, 0}, Runner<DecV<4, 16, 2, 3, 4>, D>{});
   run_case({"dec_70b_gateup_m1_k2", 28672, 8192, 1, D, 0, 2}, Runner<Dec<2, 4, 4>, D>{});
   run_case({"dec_70b_gateup_m1_k3", 28672, 8192, 1, D, 0, 3}, Runner<Dec<3, 4, 4>, D>{});
   run_case({"dec_70b_gateup_m1_k5", 28672, 8192, 1, D, 0, 5}, Runner<Dec<5, 4, 1>, D>{});
