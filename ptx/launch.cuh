@@ -23,7 +23,8 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 // the lookup table, a ring of stages per warp, and warp tiles of kNT x 16
 // weight rows: 4 on large layers (the per-stage overhead is paid once for 128
 // weights per thread), 2 on the others (twice the units, shorter per-warp
-// chains, fewer rows per split tile) and always for k = 5 (registers).
+// chains, fewer rows per split tile) and for k = 5 (registers), but at M = 1
+// on large layers since v35 (decode_tile_nt).
 // Ring depth per tile size, by measurement (docs/results.md v7): 3 stages for
 // 64-row tiles (Llama-3-70B M = 1: 60.5 vs 62.0 us with 4), 4 for 32-row tiles.
 // Warps per CTA (decode_warps): 16, but 12 for the dense k = 4 configurations
