@@ -26,7 +26,12 @@ using KbitCfg = KbitConfig<kBits, T, kMTiles, 8, (kMTiles >= 4 ? 1 : 2), 4,
 // chains, fewer rows per split tile) and for k = 5 (registers), but at M = 1
 // on large layers since v35 (decode_tile_nt).
 // Ring depth per tile size, by measurement (docs/results.md v7): 3 stages for
-// 64-row tiles (Llama-3-70B M = 1: 60.5 vs 62.0 us with 4), 4 for 32-row tiles.
+// 64-row tiles (Llama-3-70B M = 1: 60.5 vs 62.0 us with 4), 4 for 32-row tiles;
+// since v35 2 at k = 4 for 64-row tiles with the activations in registers,
+// i.e. the grouped layers (harness, H100, two rounds: Qwen3-Coder-Next
+// experts at 4 and 16 tokens and GLM-4.7 at 16 tokens 0.5-1.8 us faster,
+// 1.6-7 %; GLM at 64 tokens 0.1-1.1 us; results.md v35). Not measured at
+// other k; k = 3 spills 60 bytes with 2 stages on sm_90a.
 // Warps per CTA (decode_warps): 16, but 12 for the dense k = 4 configurations
 // with 64-row tiles (the activation rows in the stages) and for k = 5 with
 // 64-row tiles and one activation row (M = 1 on layers of 2^27+ weights).
@@ -78,7 +83,8 @@ constexpr int decode_warps(int bits, int nt, int act_rows) {
 template <int kBits, typename T, int kNT, int kActRows = 0, int kNt = decode_tile_nt(kBits, kNT, kActRows)>
 using DecodeCfg = DecodeConfig<kBits, T, decode_warps(kBits, kNt, kActRows), kNt,
                                (KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES
-                                : kNt == 4 ? (kActRows > 0 ? KBIT_DECODE_ACT_STAGES : 3) : 4), kActRows>;
+                                : kNt == 4 ? (kActRows > 0 ? KBIT_DECODE_ACT_STAGES : kBits == 4 ? 2 : 3) : 4),
+                               kActRows>;
 
 // Shape rule, by measurement (H100, graph time, both kernels and both warp
 // tiles on every M <= 4 benchmark: docs/results.md "decode crossover", v17):
