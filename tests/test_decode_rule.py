@@ -1,0 +1,116 @@
+"""The decode kernel's shape rule (ptx/launch.cuh: decode_nt, decode_act_rows,
+decode_warps, decode_tile_nt, DecodeCfg), run on the host: for each shape, the
+configuration kbit_decode_dispatch selects (warps, 16-row tiles per warp, ring
+stages, activation rows per stage, shared memory). It checks the choices
+docs/results.md v35 measured and wrote down, and that every configuration the
+rule can pick fits one H100 SM (227 KB)."""
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NVCC = shutil.which("nvcc")
+
+PROGRAM = r"""
+#define KBIT_LAUNCH_NO_API
+#include "api.h"
+#include "sm80.cuh"
+#include "kbit_gemm.cuh"
+#include "kbit_decode.cuh"
+#include "kbit_gemv.cuh"
+#include "launch.cuh"
+#include <cstdio>
+// Prints the configuration the dispatch selects; launches nothing.
+struct Describe {
+  template <class Cfg> const char* operator()() const {
+    std::printf("%d %d %d %d %zu\n", Cfg::kWarps, Cfg::kNT, Cfg::kStages, Cfg::kActRows, Cfg::smem_bytes(1));
+    return nullptr;
+  }
+};
+int main() {
+  int m, n, k, e, bits, forced64;
+  while (std::scanf("%d %d %d %d %d %d", &m, &n, &k, &e, &bits, &forced64) == 6) {
+    kbit_api::KbitArgs a{};
+    a.M = m; a.N = n; a.K = k; a.E = e; a.bits = bits;
+    a.k_tiles = (k + 63) / 64; a.n_pad = (n + 7) / 8 * 8;
+    a.kernel = forced64 ? 3 : 0;
+    if (!forced64 && !(kbit::kbit_pick_mtiles(m, e) == 1 && kbit::decode_kernel_pays(a))) {
+      std::printf("none\n");
+      continue;
+    }
+    const int nt = forced64 ? 4 : kbit::decode_nt(a), act = kbit::decode_act_rows(a, 132, nt);
+    if (const char* err = kbit::kbit_decode_dispatch(bits, 0, nt, act, Describe{})) std::printf("error %s\n", err);
+  }
+  return 0;
+}
+"""
+
+# (M, N, K, E, k) -> (warps, 16-row tiles per warp, stages, activation rows per stage), the rule of v35.
+L70_GATEUP, L70_DOWN, L8_GATEUP, L8_DOWN = (28672, 8192), (8192, 28672), (14336, 4096), (4096, 14336)
+EXPECTED = {
+    (1, *L70_GATEUP, 1, 4): (12, 4, 3, 1),    # 64-row tiles of 12 warps, one activation row
+    (1, *L70_DOWN, 1, 4): (12, 4, 3, 1),
+    (4, *L70_GATEUP, 1, 4): (12, 4, 3, 4),
+    (8, *L70_GATEUP, 1, 4): (12, 4, 3, 8),    # the 8 rows in 64-row stages fit only with 12 warps
+    (8, *L70_DOWN, 1, 4): (12, 4, 3, 8),
+    (8, *L70_GATEUP, 1, 2): (16, 4, 3, 8),    # k = 2, 3: 16 warps fit
+    (8, *L70_GATEUP, 1, 3): (16, 4, 3, 8),
+    (1, *L70_GATEUP, 1, 2): (16, 4, 3, 4),    # k = 2, 3 at M = 1 unchanged (one row spills there)
+    (1, *L70_GATEUP, 1, 3): (16, 4, 3, 4),
+    (1, *L70_GATEUP, 1, 5): (12, 4, 3, 1),    # k = 5: 64-row tiles only with one row and 12 warps
+    (4, *L70_GATEUP, 1, 5): (16, 2, 4, 4),
+    (1, *L8_GATEUP, 1, 4): (12, 4, 3, 1),     # M = 1, k = 4 from 2^25 weights
+    (1, *L8_DOWN, 1, 4): (12, 4, 3, 1),
+    (4, *L8_GATEUP, 1, 4): (16, 2, 4, 4),     # 2^25..2^27 weights at M = 2..8: 32-row tiles
+    (8, *L8_GATEUP, 1, 4): (16, 2, 4, 8),
+    (1, 4096, 4104, 1, 4): (16, 2, 4, 1),     # 2^24..2^25 weights: 32-row tiles, one row
+    (1, *L8_DOWN, 1, 5): (16, 2, 4, 1),
+    (16, 1024, 2048, 64, 4): (16, 4, 2, 0),   # grouped: 64-row tiles, registers, 2 stages at k = 4
+    (16, 1024, 2048, 64, 3): (16, 4, 3, 0),   # (3 at other k)
+    (16, 1024, 2048, 64, 5): (16, 2, 4, 0),
+}
+
+
+@pytest.fixture(scope="module")
+def rule_exe(tmp_path_factory):
+    if NVCC is None:
+        pytest.skip("needs nvcc")
+    d = tmp_path_factory.mktemp("decode_rule")
+    (d / "rule.cu").write_text(PROGRAM)
+    subprocess.run([NVCC, "-std=c++17", "-arch=sm_80", "--expt-relaxed-constexpr", f"-I{ROOT / 'ptx'}",
+                    str(d / "rule.cu"), "-o", str(d / "rule")], check=True)
+    return d / "rule"
+
+
+def configs(exe, shapes):
+    """shapes: (M, N, K, E, k, forced64) -> (warps, nt, stages, act rows, smem bytes), or None."""
+    out = subprocess.run([str(exe)], input="".join(" ".join(map(str, s)) + "\n" for s in shapes),
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    assert not any(line.startswith("error") for line in out), out
+    return [None if line == "none" else tuple(int(x) for x in line.split()) for line in out[:len(shapes)]]
+
+
+def test_measured_choices(rule_exe):
+    got = configs(rule_exe, [(*shape, 0) for shape in EXPECTED])
+    assert {shape: c and c[:4] for shape, c in zip(EXPECTED, got)} == EXPECTED
+
+
+def test_every_choice_fits_one_sm(rule_exe):
+    """Every k, dense M = 1..8 over layer sizes around the rule's bounds (2^24,
+    2^25, 2^27 weights), grouped layers, and the forced 64-row tiles (decode64)
+    at every M: each configuration fits 227 KB, with 12 or 16 warps."""
+    shapes = [(m, n, k, 1, bits, f) for bits in (2, 3, 4, 5) for m in (1, 2, 4, 5, 8) for f in (0, 1)
+              for n, k in ((1000, 2080), (4096, 4104), (4104, 8192), (16392, 8192), (28672, 8192))]
+    shapes += [(m, 1024, 2048, e, bits, f) for bits in (2, 3, 4, 5) for m, e in ((4, 64), (16, 64), (40, 16))
+               for f in (0, 1)]
+    seen = 0
+    for shape, c in zip(shapes, configs(rule_exe, shapes)):
+        if c is None:
+            continue
+        seen += 1
+        warps, nt, stages, act, smem = c
+        assert warps in (12, 16) and nt in (2, 4) and stages in (2, 3, 4) and act in (0, 1, 4, 8), (shape, c)
+        assert smem <= 227 * 1024, (shape, c)
+    assert seen > len(shapes) // 2
