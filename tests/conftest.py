@@ -14,3 +14,19 @@ requires_sm80 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.g
                                    reason="needs a CUDA GPU of compute capability >= 8.0")
 requires_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0),
                                    reason="needs a CUDA GPU of compute capability >= 9.0 (the sm90 family)")
+
+
+def build_host_program(tmp_path_factory, name, source):
+    """Compiles `source` (a host program over the ptx/ headers, for tests that run
+    launch-plan code without a GPU) with nvcc for sm_80 and returns the
+    executable's path; skips the test where nvcc is missing."""
+    import shutil
+    import subprocess
+    nvcc = shutil.which("nvcc")
+    if nvcc is None:
+        pytest.skip("needs nvcc")
+    d = tmp_path_factory.mktemp(name)
+    (d / f"{name}.cu").write_text(source)
+    subprocess.run([nvcc, "-std=c++17", "-arch=sm_80", "--expt-relaxed-constexpr", f"-I{ROOT / 'ptx'}",
+                    str(d / f"{name}.cu"), "-o", str(d / name)], check=True)
+    return d / name

@@ -4,14 +4,10 @@ configuration kbit_decode_dispatch selects (warps, 16-row tiles per warp, ring
 stages, activation rows per stage, shared memory). It checks the choices
 docs/results.md v35 measured and wrote down, and that every configuration the
 rule can pick fits one H100 SM (227 KB)."""
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-NVCC = shutil.which("nvcc")
+from conftest import build_host_program
 
 PROGRAM = r"""
 #define KBIT_LAUNCH_NO_API
@@ -75,13 +71,7 @@ EXPECTED = {
 
 @pytest.fixture(scope="module")
 def rule_exe(tmp_path_factory):
-    if NVCC is None:
-        pytest.skip("needs nvcc")
-    d = tmp_path_factory.mktemp("decode_rule")
-    (d / "rule.cu").write_text(PROGRAM)
-    subprocess.run([NVCC, "-std=c++17", "-arch=sm_80", "--expt-relaxed-constexpr", f"-I{ROOT / 'ptx'}",
-                    str(d / "rule.cu"), "-o", str(d / "rule")], check=True)
-    return d / "rule"
+    return build_host_program(tmp_path_factory, "decode_rule", PROGRAM)
 
 
 def configs(exe, shapes):

@@ -5,14 +5,10 @@ shared memory per SM with 1 KB reserved per CTA. It checks the warps per CTA
 that the plan chose on the H100 for the benchmark shapes (docs/results.md v29,
 gemv_bench's "warps" column), and over a sweep that every K-tile has one warp
 and that a shape is found wherever the activations fit shared memory."""
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-NVCC = shutil.which("nvcc")
+from conftest import build_host_program
 
 PROGRAM = r"""
 #include "sm80.cuh"
@@ -42,13 +38,7 @@ MEASURED = {(10, 1024, 2048): 4, (10, 2048, 512): 4, (40, 2048, 512): 4, (40, 10
 
 @pytest.fixture(scope="module")
 def plan_exe(tmp_path_factory):
-    if NVCC is None:
-        pytest.skip("needs nvcc")
-    d = tmp_path_factory.mktemp("gemv_plan")
-    (d / "plan.cu").write_text(PROGRAM)
-    subprocess.run([NVCC, "-std=c++17", "-arch=sm_80", "--expt-relaxed-constexpr", f"-I{ROOT / 'ptx'}",
-                    str(d / "plan.cu"), "-o", str(d / "plan")], check=True)
-    return d / "plan"
+    return build_host_program(tmp_path_factory, "gemv_plan", PROGRAM)
 
 
 def plans(exe, calls):
