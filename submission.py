@@ -28,8 +28,8 @@ Environment
     KBIT_KERNEL=tiled|decode|decode64|wgmma|gemv
                                       kbit_gemm: the mma.sync tiled GEMM kernel for every
                                       M, the decode kernel wherever it applies (<= 8 rows
-                                      per expert; decode64: with 64-row warp tiles at
-                                      every shape), the wgmma tiled kernel for every
+                                      per expert, or dense M <= 16; decode64: with
+                                      64-row warp tiles at every shape), the wgmma tiled kernel for every
                                       M (sm90 family; elsewhere the choice by shape), or
                                       the CUDA-core kernel wherever it applies (dense
                                       M = 1; grouped), instead of the choice by shape; to

@@ -1,5 +1,7 @@
 // kbit_decode.cuh — the decode path of kbit_gemm: at most 8 activation rows per
-// expert slot (M <= 8 for a dense layer, a decode batch of a mixture of experts).
+// expert slot (M <= 8 for a dense layer, a decode batch of a mixture of experts),
+// or a dense layer's 16 (M = 9..16, kActRows = 16: each dequantized fragment
+// feeds two n8 MMAs).
 //
 // At M <= 8 every weight is used for at most 8 multiply-adds, so the kernel has
 // to dequantize at the rate DRAM delivers bits: about 24 weights per SM-clock on
@@ -67,8 +69,12 @@ constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024
 //      where no slot can have more (M <= R). With 64-row tiles (3 stages of
 //      16 warps beside the 64 KB table) R = 4 fits one SM only because the
 //      part buffers then keep 4 columns (kPartCols). R = 8 (dense M = 5..8)
-//      fits with 32-row tiles and 4 stages at k = 2..4 (220 KB at k = 4), not
-//      with 64-row tiles nor at k = 5.
+//      fits with 32-row tiles and 4 stages at k = 2..4 (220 KB at k = 4), and
+//      with 64-row tiles of 12 warps at k = 4 (16 at k = 2, 3); not at k = 5.
+//   16: dense M = 9..16, 16-row slots (BLOCK_M = 16): each dequantized A
+//      fragment feeds two n8 MMAs, the rows 8..15 read by two more ldmatrix.
+//      With 12 warps, 2 stages of 64-row tiles (4.2 KB at k = 4) fit beside
+//      the table and the 16-column part buffers; 3 stages of 32-row tiles.
 template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_, int kActRows_ = 0>
 struct DecodeConfig {
   static constexpr int kBits = kBits_;
@@ -86,7 +92,11 @@ struct DecodeConfig {
   // (~270 set-up instructions per warp before the first copy were mostly
   // those: ncu source view, docs/results.md v17).
   static constexpr bool kDense = kSmemAct;
-  static constexpr int BLOCK_M = 8;          // activation rows of a slot (one MMA n8)
+  // Activation rows of a slot: one MMA n8, or two (dense M = 9..16, where the
+  // stages carry 16 rows): each dequantized fragment then feeds two MMAs.
+  static constexpr int BLOCK_M = kActRows > 8 ? 16 : 8;
+  static constexpr int kMH = BLOCK_M / 8;    // n8 halves of the slot
+  static constexpr int kAccRegs = 4 * kMH;   // accumulators per 16-row tile and thread
   static constexpr int BLOCK_N = 16 * kNT;   // weight rows of a (warp) tile
 
   // Lookup table: one row of kEntryBytes per index value, replicated per lane.
@@ -155,7 +165,7 @@ struct DecodeConfig {
   static_assert(kWBytes % 16 == 0 && kSBytes % 16 == 0 && kWarpBytes % 16 == 0 && BLOCK_N % 32 == 0,
                 "stage sections must keep 16-byte alignment");
   static_assert(kStages >= 2, "the ring needs at least two stages");
-  static_assert(kActRows >= 0 && kActRows <= BLOCK_M, "activation rows per stage: 0..8");
+  static_assert(kActRows >= 0 && (kActRows <= 8 || kActRows == 16), "activation rows per stage: 0..8, 16");
   static_assert(!(kDecodeBulkRing && kSmemAct), "the bulk-copy ring does not carry activations");
   // Dense layers must fit one SM (227 KB); grouped layers with many experts may
   // not (64-row tiles), and the host then uses the tiled kernel (kbit_decode_plan_cfg).
@@ -432,11 +442,11 @@ struct DecodeRing {
 // of the tile (n), activation row 2t + (q & 1) of the slot (m); f(x, n, m) for
 // each.
 template <class Cfg, class F>
-__device__ __forceinline__ void for_each_acc(float (&acc)[Cfg::kNT][4], int g, int t, const F& f) {
+__device__ __forceinline__ void for_each_acc(float (&acc)[Cfg::kNT][Cfg::kAccRegs], int g, int t, const F& f) {
 #pragma unroll
   for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll
-    for (int q = 0; q < 4; ++q) f(acc[nt][q], nt * 16 + g + (q >> 1) * 8, 2 * t + (q & 1));
+    for (int q = 0; q < Cfg::kAccRegs; ++q) f(acc[nt][q], nt * 16 + g + (q >> 1 & 1) * 8, (q >> 2) * 8 + 2 * t + (q & 1));
 }
 
 // The activation B fragments of one K-tile for thread (g, t): row g of the
@@ -642,7 +652,7 @@ __device__ __forceinline__ unsigned long long* spanning_slot(float* workspace, i
 }
 
 template <class Cfg>
-__device__ __forceinline__ void publish_part(const DecodeParams& p, float (&acc)[Cfg::kNT][4], int g, int t,
+__device__ __forceinline__ void publish_part(const DecodeParams& p, float (&acc)[Cfg::kNT][Cfg::kAccRegs], int g, int t,
                                              int rows, int slot) {
   // (Through an opaque move: otherwise the compiler computes the element
   // addresses of this rare path before the loop and holds them throughout.)
@@ -657,27 +667,29 @@ __device__ __forceinline__ void publish_part(const DecodeParams& p, float (&acc)
 // on, it adds their slots in CTA order (cta0's role-1 slot, then the role-0
 // slots of cta0 + 1, ...), writes C (unless c is null: the timeline probe)
 // and zeroes the words it read and the counter. Lane l adds words l, l + 32,
-// ... (kPer of them, the slot's rows only), kBatch slots' loads in flight at
-// once; the first batch goes out with the count, before the warp knows
-// whether it comes last.
+// ... (the slot's rows only), kPer of them per pass (16-row slots of 64-row
+// tiles take two passes: 32 words per lane would need 64 registers), kBatch
+// slots' loads in flight at once; the first batch goes out with the count,
+// before the warp knows whether it comes last.
 template <class Cfg>
 __device__ __forceinline__ void finish_spanning_tile(float* workspace, int* counter, typename Cfg::T* c, int N,
                                                      TilePos pos, int cta0, int ctas, int lane, float out_scale) {
   using T = typename Cfg::T;
-  constexpr int kPer = Cfg::kSumFloats / kWarpSize;
+  constexpr int kPerAll = Cfg::kSumFloats / kWarpSize;
+  constexpr int kPer = kPerAll < 16 ? kPerAll : 16;   // words per lane and pass
   constexpr int kBatch = kPer >= 8 ? 1 : 8 / kPer;
-  static_assert(Cfg::kSumFloats % kWarpSize == 0, "whole words per lane");
+  static_assert(Cfg::kSumFloats % kWarpSize == 0 && kPerAll % kPer == 0, "whole words per lane and pass");
   const int words = pos.rows * Cfg::BLOCK_N;
   unsigned long long v[kBatch][kPer];
   unsigned long long* w[kBatch];
-  const auto load_batch = [&](int s0) {
+  const auto load_batch = [&](int s0, int x0) {   // x0: the pass's first word
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
       const int s = s0 + j;
       w[j] = spanning_slot<Cfg>(workspace, s == 0 ? 2 * cta0 + 1 : 2 * (cta0 + s));
 #pragma unroll
       for (int i = 0; i < kPer; ++i) {
-        const int x = lane + i * kWarpSize;
+        const int x = x0 + lane + i * kWarpSize;
         v[j][i] = s < ctas && x < words ? ptx::ld_relaxed_gpu_u64(w[j] + x) : kSlotMarker;
       }
     }
@@ -685,34 +697,39 @@ __device__ __forceinline__ void finish_spanning_tile(float* workspace, int* coun
   __syncwarp();   // (the warp's slot stores are issued: lane 0 counts them in)
   int old = 0;
   if (lane == 0) old = ptx::atom_add_relaxed_gpu(counter, 1);
-  load_batch(0);
+  load_batch(0, 0);
   if (__shfl_sync(0xffffffffu, old, 0) != ctas - 1) return;   // a later CTA finishes the tile
 
-  float sum[kPer];
+#pragma unroll 1
+  for (int x0 = 0; x0 < kPerAll * kWarpSize; x0 += kPer * kWarpSize) {
+    float sum[kPer];
 #pragma unroll
-  for (int i = 0; i < kPer; ++i) sum[i] = 0.f;
-  for (int s0 = 0; s0 < ctas; s0 += kBatch) {
-    if (s0 > 0) load_batch(s0);
+    for (int i = 0; i < kPer; ++i) sum[i] = 0.f;
+    for (int s0 = 0; s0 < ctas; s0 += kBatch) {
+      if (s0 > 0 || x0 > 0) load_batch(s0, x0);
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
+      for (int j = 0; j < kBatch; ++j) {
+#pragma unroll
+        for (int i = 0; i < kPer; ++i) {
+          const int x = x0 + lane + i * kWarpSize;
+          if (s0 + j < ctas && x < words) {
+            while (!(v[j][i] & kSlotMarker)) v[j][i] = ptx::ld_relaxed_gpu_u64(w[j] + x);
+            sum[i] += __uint_as_float(uint32_t(v[j][i]));
+            ptx::st_relaxed_gpu_u64(w[j] + x, 0ull);
+          }
+        }
+      }
+    }
+    if (c != nullptr) {
 #pragma unroll
       for (int i = 0; i < kPer; ++i) {
-        const int x = lane + i * kWarpSize;
-        if (s0 + j < ctas && x < words) {
-          while (!(v[j][i] & kSlotMarker)) v[j][i] = ptx::ld_relaxed_gpu_u64(w[j] + x);
-          sum[i] += __uint_as_float(uint32_t(v[j][i]));
-          ptx::st_relaxed_gpu_u64(w[j] + x, 0ull);
-        }
+        const int x = x0 + lane + i * kWarpSize, m = x / Cfg::BLOCK_N, n = x % Cfg::BLOCK_N;
+        if (x < words && pos.n0 + n < N)
+          c[size_t(pos.row0 + m) * N + pos.n0 + n] = Elem<T>::from_float(sum[i] * out_scale);
       }
     }
   }
   if (lane == 0) ptx::st_relaxed_gpu_s32(counter, 0);   // ready for the next launch
-  if (c == nullptr) return;
-#pragma unroll
-  for (int i = 0; i < kPer; ++i) {
-    const int x = lane + i * kWarpSize, m = x / Cfg::BLOCK_N, n = x % Cfg::BLOCK_N;
-    if (x < words && pos.n0 + n < N) c[size_t(pos.row0 + m) * N + pos.n0 + n] = Elem<T>::from_float(sum[i] * out_scale);
-  }
 }
 
 // ---------------------------------------------------------------------------
@@ -998,7 +1015,7 @@ kbit_decode_kernel(const DecodeParams p) {
 
   // ---- main loop ------------------------------------------------------------
   TilePos next = pos;   // the tile of unit u + 1
-  float acc[Cfg::kNT][4];
+  float acc[Cfg::kNT][Cfg::kAccRegs];
   for_each_acc<Cfg>(acc, g, t, [](float& x, int, int) { x = 0.f; });
 
   uint32_t slot_s = ring_s;   // the stage consumed next
@@ -1007,14 +1024,18 @@ kbit_decode_kernel(const DecodeParams p) {
     produce();
     const uint8_t* stage = ring + (slot_s - ring_s);
 
-    uint32_t bf[2][4];
+    uint32_t bf[2][4], bf_hi[2][4];   // bf_hi: rows 8..15 of a 16-row slot (kMH = 2)
     if constexpr (Cfg::kSmemAct) {
       // B fragments of k16 steps 2 blk, 2 blk + 1: matrices = the block's four
       // 8-column chunks (bf[blk][j]: k = 32 blk + 8 j + 2t). Block 1: chunk ^ 4
-      // = lane offset ^ 64 (the row part is a multiple of 128).
+      // = lane offset ^ 64 (the row part is a multiple of 128). Rows 8..15 lie
+      // 1024 bytes further, with the same swizzle (row % 8).
 #pragma unroll
-      for (int blk = 0; blk < 2; ++blk)
+      for (int blk = 0; blk < 2; ++blk) {
         ptx::ldmatrix_x4(bf[blk], slot_s + Cfg::kAOff + (act_lane ^ uint32_t(blk * 64)));
+        if constexpr (Cfg::kMH == 2)
+          ptx::ldmatrix_x4(bf_hi[blk], slot_s + Cfg::kAOff + 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
+      }
       if (left > 1 && kt + 1 == k_tiles) next = locate(pos.tile + 1);
     } else {
 #pragma unroll
@@ -1066,6 +1087,14 @@ kbit_decode_kernel(const DecodeParams p) {
         if (Cfg::kActRows != 1) acc[nt][1] = fmaf(s_a, part[1], acc[nt][1]);
         acc[nt][2] = fmaf(s_b, part[2], acc[nt][2]);
         if (Cfg::kActRows != 1) acc[nt][3] = fmaf(s_b, part[3], acc[nt][3]);
+        if constexpr (Cfg::kMH == 2) {   // the same fragments, slot rows 8..15
+          ptx::mma_m16n8k16<T>(part, frag[0], bf_hi[blk][0], bf_hi[blk][1], zero);
+          ptx::mma_m16n8k16<T>(part, frag[1], bf_hi[blk][2], bf_hi[blk][3], part);
+          acc[nt][4] = fmaf(s_a, part[0], acc[nt][4]);
+          acc[nt][5] = fmaf(s_a, part[1], acc[nt][5]);
+          acc[nt][6] = fmaf(s_b, part[2], acc[nt][6]);
+          acc[nt][7] = fmaf(s_b, part[3], acc[nt][7]);
+        }
       }
     }
 
@@ -1111,9 +1140,9 @@ kbit_decode_kernel(const DecodeParams p) {
           // (see the init); 4 parts were not tried again here.
           constexpr int kBatch = KBIT_DECODE_SUM_BATCH > 0 ? KBIT_DECODE_SUM_BATCH
                                  : Cfg::kNT == 2 ? (Cfg::kSmemAct ? 4 : 1)
-                                 : Cfg::kBits == 3 ? 1 : 2;
+                                 : Cfg::kBits == 3 || Cfg::kMH == 2 ? 1 : 2;
           do {
-            float v[kBatch][Cfg::kNT][4];
+            float v[kBatch][Cfg::kNT][Cfg::kAccRegs];
 #pragma unroll
             for (int j = 0; j < kBatch; ++j) {
               const bool has = others != 0;
@@ -1128,7 +1157,7 @@ kbit_decode_kernel(const DecodeParams p) {
 #pragma unroll
               for (int nt = 0; nt < Cfg::kNT; ++nt)
 #pragma unroll
-                for (int q = 0; q < 4; ++q) acc[nt][q] += v[j][nt][q];
+                for (int q = 0; q < Cfg::kAccRegs; ++q) acc[nt][q] += v[j][nt][q];
           } while (others);
         }
         if (e.z > 0) {

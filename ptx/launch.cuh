@@ -71,8 +71,22 @@ constexpr int decode_tile_nt(int bits, int nt, int act_rows) {
 }
 // Warps per CTA: 12 for the dense 64-row configurations of k = 4 and 5 (see
 // above), else 16.
+// With 16 activation rows per stage (dense M = 9..16) every configuration has
+// 12 warps: 16 would leave 128 registers for the doubled accumulators.
 constexpr int decode_warps(int bits, int nt, int act_rows) {
-  return KBIT_DECODE_WARPS > 0 ? KBIT_DECODE_WARPS : bits >= 4 && nt == 4 && act_rows > 0 ? 12 : 16;
+  return KBIT_DECODE_WARPS > 0       ? KBIT_DECODE_WARPS
+         : act_rows == 16            ? 12
+         : bits >= 4 && nt == 4 && act_rows > 0 ? 12
+                                     : 16;
+}
+// Ring depth (see above). 16 activation rows per stage: 2 stages of 64-row
+// tiles (3 do not fit beside the table and the 16-column part buffers), 3 of
+// the 32-row tiles of k = 5.
+constexpr int decode_stages(int bits, int nt, int act_rows) {
+  return KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES
+         : act_rows == 16       ? (nt == 4 ? 2 : 3)
+         : nt == 4              ? (act_rows > 0 ? KBIT_DECODE_ACT_STAGES : bits == 4 ? 2 : 3)
+                                : 4;
 }
 // Activation rows carried in the ring stages (DecodeConfig::kActRows) where
 // every row fits: dense M <= 4 (those configurations are dense-only).
@@ -82,9 +96,7 @@ constexpr int decode_warps(int bits, int nt, int act_rows) {
 #endif
 template <int kBits, typename T, int kNT, int kActRows = 0, int kNt = decode_tile_nt(kBits, kNT, kActRows)>
 using DecodeCfg = DecodeConfig<kBits, T, decode_warps(kBits, kNt, kActRows), kNt,
-                               (KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES
-                                : kNt == 4 ? (kActRows > 0 ? KBIT_DECODE_ACT_STAGES : kBits == 4 ? 2 : 3) : 4),
-                               kActRows>;
+                               decode_stages(kBits, kNt, kActRows), kActRows>;
 
 // Shape rule, by measurement (H100, graph time, both kernels and both warp
 // tiles on every M <= 4 benchmark: docs/results.md "decode crossover", v17):
@@ -142,8 +154,27 @@ inline bool decode_dense_wide(const kbit_api::KbitArgs& a) {
 constexpr bool decode_act8_fits(int bits, int nt) {
   return KBIT_DECODE_ACT8 && KBIT_DECODE_ACT_ROWS > 0 && (nt == 2 || nt == 4) && bits != 5;
 }
+// Dense M = 9..16: 16-row slots, the 16 activation rows in the ring stages
+// (kActRows = 16; each dequantized fragment feeds two n8 MMAs). The shape rule
+// takes them on layers of at least 2^27 weights (decode_kernel_pays), every k;
+// KBIT_KERNEL=decode / decode64 takes them at any size. Measured against the
+// mma.sync tiled kernel, the rule's choice there before (v36, H100, tc_bench,
+// graph time, docs/results.md v36): Llama-3-70B gate/up M = 16 k = 4
+// 65.3-66.7 vs 74.1-74.8 us, down 69.6-70.3 vs 72.3-73.3; k = 2 57.2-57.8 vs
+// 68.5-69.3; k = 3 61.0-61.9 vs 75.7-76.0; k = 5 (32-row tiles) 83.3-84.8 vs
+// 111.6-112.1. On Llama-3-8B gate/up 32-row tiles of 16 warps were 7 %
+// faster (23.5-24.2 vs 25.6-26.6) but on down 5 % slower (27.3-27.5 vs
+// 25.9-26.3), so the smaller layers keep the other kernels.
+// KBIT_DECODE_ACT16=0 turns it off (A/B).
+#ifndef KBIT_DECODE_ACT16
+#define KBIT_DECODE_ACT16 1
+#endif
+inline bool decode_dense16(const kbit_api::KbitArgs& a) {
+  return KBIT_DECODE_ACT16 && KBIT_DECODE_ACT_ROWS > 0 && a.E == 1 && a.M > 8 && a.M <= 16;
+}
 inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
-  return (a.E == 1 && a.M <= 4) || decode_dense_wide(a) || decode_grouped(a);
+  return (a.E == 1 && a.M <= 4) || decode_dense_wide(a) || decode_grouped(a) ||
+         (decode_dense16(a) && decode_large_layer(a));
 }
 // 16-row tiles per warp of the decode kernel for this shape (DecodeCfg keeps
 // 32-row tiles at k = 5 but with one activation row). Dense M = 1 at k = 4
@@ -153,6 +184,7 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 // at M = 4 they were level or slower there (down 18.1-19.0 vs 17.7-18.6),
 // so 2^27 stays the bound for M = 2..4.
 inline int decode_nt(const kbit_api::KbitArgs& a) {
+  if (decode_dense16(a)) return decode_large_layer(a) ? 4 : 2;   // (k = 5: 32-row tiles, decode_tile_nt)
   if (decode_dense_wide(a)) return decode_large_layer(a) || !decode_act8_fits(a.bits, 2) ? 4 : 2;
   if (a.E == 1 && a.M == 1 && a.bits == 4 && (long long)a.N * a.K >= (1ll << 25)) return 4;
   return decode_large_layer(a) || a.E > 1 ? 4 : 2;
@@ -186,12 +218,20 @@ inline bool decode_dense_narrow(const kbit_api::KbitArgs& a, int ctas) {
 constexpr bool decode_act1_pays(int bits, int nt) { return KBIT_DECODE_ACT1 && (nt == 2 || (bits >= 4 && nt == 4)); }
 inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas, int nt) {
   const int tile_nt = KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : nt;   // (k = 5: 64-row tiles only with one row)
+  if (decode_dense16(a)) return 16;   // (decode_serves: dense M = 9..16 where the split fits 32 bits)
   if (a.E == 1 && a.M > KBIT_DECODE_ACT_ROWS && a.M <= 8 && decode_act8_fits(a.bits, tile_nt) &&
       decode_dense_narrow(a, ctas))
     return 8;
   if (!(a.E == 1 && a.M <= KBIT_DECODE_ACT_ROWS && decode_dense_narrow(a, ctas))) return 0;
   const bool one_row = a.M == 1 && (long long)a.N * a.K >= (1ll << 24) && decode_act1_pays(a.bits, tile_nt);
   return one_row ? 1 : KBIT_DECODE_ACT_ROWS;
+}
+
+// Whether the decode kernel can serve the shape: up to 8 rows per expert slot
+// (mtiles == 1), or dense M = 9..16 in 16-row slots (decode_dense16) where the
+// split arithmetic fits 32 bits. `ctas`: the grid bound.
+inline bool decode_serves(const kbit_api::KbitArgs& a, int mtiles, int ctas) {
+  return mtiles == 1 || (decode_dense16(a) && decode_dense_narrow(a, ctas));
 }
 
 #ifndef KBIT_HAS_WGMMA
@@ -529,7 +569,7 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
 
 // Calls f.template operator()<DecodeCfg<bits, dtype, nt, act>>() (nt: 2 or 4;
 // act: 0, KBIT_DECODE_ACT_ROWS, 1 where decode_act1_pays, 8 where
-// decode_act8_fits).
+// decode_act8_fits, 16 where decode_dense16).
 template <class F>
 const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f) {
 #define KBIT_DECODE_ACT_(BITS, NT, ACT)                                                    \
@@ -545,6 +585,11 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f
   if constexpr (decode_act8_fits(BITS, decode_tile_nt(BITS, NT, 8))) {           \
     if (act == 8) {                                                               \
       KBIT_DECODE_ACT_(BITS, NT, 8)                                               \
+    }                                                                             \
+  }                                                                               \
+  if constexpr (KBIT_DECODE_ACT16 != 0) {                                         \
+    if (act == 16) {                                                              \
+      KBIT_DECODE_ACT_(BITS, NT, 16)                                              \
     }                                                                             \
   }                                                                               \
   if (act) {                                                                      \
@@ -799,7 +844,7 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   }
 #endif
   const bool decode = a.kernel == 2 || a.kernel == 3 || (a.kernel == 0 && kbit::decode_kernel_pays(a));
-  if (plan->mtiles == 1 && decode) {
+  if (decode && kbit::decode_serves(a, plan->mtiles, kbit::sm_count(device))) {
     // (One decode CTA per SM: 16 warps and over 100 KB of shared memory.)
     const int nt = a.kernel == 3 ? 4 : kbit::decode_nt(a), act = kbit::decode_act_rows(a, kbit::sm_count(device), nt);
     bool fits = false;

@@ -11,6 +11,13 @@
 #include "sm90.cuh"
 #include "sm100_desc.h"
 
+// The decode kernel's 16-row slots (dense M = 9..16, launch.cuh) stay off in
+// this family: with sm_100a's register allocation the 64-row configuration
+// of k = 4 spills (168 registers, 12 bytes), and nothing here has been timed.
+#ifndef KBIT_DECODE_ACT16
+#define KBIT_DECODE_ACT16 0
+#endif
+
 namespace kbit {
 namespace ptx {
 

@@ -42,7 +42,10 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          # the decode kernel's 12-warp configurations (decode64): eight activation rows per
          # stage at M = 7 (k = 4, K % 64 == 32), one at M = 1 on 2^24 weights (k = 4 and 5)
          dict(m=7, n=1000, k=2080, bits=4, dtype="float16"), dict(m=1, n=2056, k=8192, bits=4, dtype="bfloat16"),
-         dict(m=1, n=2056, k=8192, bits=5, dtype="float16")]
+         dict(m=1, n=2056, k=8192, bits=5, dtype="float16"),
+         # the decode kernel's 16-row slots (decode, decode64; dense M = 9..16): tiles split
+         # between warps and CTAs, K % 64 == 32 (the M = 12 and 16 cases above take them too)
+         dict(m=13, n=1000, k=8224, bits=4, dtype="float16")]
 bad = 0
 KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma gemv").split() if k != "none"]
 for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhere

@@ -119,10 +119,11 @@ struct Case {
   int N, K, M;
   Kernel kernel;   // kTiled (mma.sync), kWgmma or kDecode
   int nt;          // wgmma: tiles per warp as wgmma_config_for picks (4: whole 128-row tiles)
-  int bits = 4;    // k (the decode cases; the tiled and wgmma configurations here are k = 4)
+  int bits = 4;    // k (the decode and tiled cases; the wgmma configurations here are k = 4)
 };
 // The configuration of each case, by name (as launch.cuh dispatches it).
 template <int kMTiles> using Tiled4 = kbit::KbitCfg<4, __half, kMTiles>;
+template <int kBits, int kMTiles> using TiledK = kbit::KbitCfg<kBits, __half, kMTiles>;
 template <int kBlockM, int kNT> using Wg4 = kbit::WgmmaCfg<4, __half, kBlockM, kNT>;
 using WgWhole4 = kbit::WgmmaCfg<4, __half, 128, 1, 8>;
 // Decode configurations: the shape rule's (DecodeCfg: 16 warps, its ring
@@ -518,6 +519,29 @@ int main(int argc, char** argv) {
   run_case({"dec_8b_down_m4", 4096, 14336, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
   run_case({"dec_8b_gateup_m8", 14336, 4096, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
   run_case({"70b_gateup_m16", 28672, 8192, 16, T, 0}, Runner<Tiled4<2>, T>{});
+  // Decode kernel with 16-row slots (two n8 MMAs per dequantized fragment,
+  // the 16 activation rows in the ring stages) against the tiled kernel.
+  run_case({"dec16_70b_gateup_m16", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
+  run_case({"dec16_70b_gateup_m12", 28672, 8192, 12, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
+  run_case({"dec16_70b_down_m16", 8192, 28672, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
+  run_case({"70b_down_m16", 8192, 28672, 16, T, 0}, Runner<Tiled4<2>, T>{});
+  run_case({"dec16_8b_gateup_m16", 14336, 4096, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
+  run_case({"dec16_8b_gateup_m16_nt2", 14336, 4096, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
+  run_case({"8b_gateup_m16", 14336, 4096, 16, T, 0}, Runner<Tiled4<2>, T>{});
+  run_case({"8b_gateup_m16_wg", 14336, 4096, 16, W, 1}, Runner<Wg4<16, 1>, W>{});
+  run_case({"dec16_70b_gateup_m16_k2", 28672, 8192, 16, D, 0, 2}, Runner<DecV<2, 12, 4, 2, 16>, D>{});
+  run_case({"dec16_70b_gateup_m16_k3", 28672, 8192, 16, D, 0, 3}, Runner<DecV<3, 12, 4, 2, 16>, D>{});
+  run_case({"dec16_70b_gateup_m16_k5", 28672, 8192, 16, D, 0, 5}, Runner<DecV<5, 12, 2, 3, 16>, D>{});
+  run_case({"70b_gateup_m16_k2", 28672, 8192, 16, T, 0, 2}, Runner<TiledK<2, 2>, T>{});
+  run_case({"70b_gateup_m16_k3", 28672, 8192, 16, T, 0, 3}, Runner<TiledK<3, 2>, T>{});
+  run_case({"70b_gateup_m16_k5", 28672, 8192, 16, T, 0, 5}, Runner<TiledK<5, 2>, T>{});
+  run_case({"dec16_70b_gateup_m16_w16nt2", 28672, 8192, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
+  run_case({"dec16_70b_gateup_m16_nt2s3", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
+  run_case({"dec16_8b_down_m16", 4096, 14336, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
+  run_case({"dec16_8b_down_m16_nt2", 4096, 14336, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
+  run_case({"8b_down_m16", 4096, 14336, 16, T, 0}, Runner<Tiled4<2>, T>{});
+  run_case({"dec16_qwen3_gateup_m16", 5120, 2048, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
+  run_case({"dec16_qwen3_down_m16", 2048, 5120, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
   run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
   run_case({"70b_gateup_m64", 28672, 8192, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
   run_case({"70b_down_m32", 8192, 28672, 32, W, 3}, Runner<Wg4<32, 3>, W>{});

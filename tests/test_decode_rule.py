@@ -2,7 +2,7 @@
 decode_warps, decode_tile_nt, DecodeCfg), run on the host: for each shape, the
 configuration kbit_decode_dispatch selects (warps, 16-row tiles per warp, ring
 stages, activation rows per stage, shared memory). It checks the choices
-docs/results.md v35 measured and wrote down, and that every configuration the
+docs/results.md v35 and v36 measured and wrote down, and that every configuration the
 rule can pick fits one H100 SM (227 KB)."""
 import subprocess
 
@@ -32,7 +32,7 @@ int main() {
     a.M = m; a.N = n; a.K = k; a.E = e; a.bits = bits;
     a.k_tiles = (k + 63) / 64; a.n_pad = (n + 7) / 8 * 8;
     a.kernel = forced64 ? 3 : 0;
-    if (!forced64 && !(kbit::kbit_pick_mtiles(m, e) == 1 && kbit::decode_kernel_pays(a))) {
+    if (!kbit::decode_serves(a, kbit::kbit_pick_mtiles(m, e), 132) || (!forced64 && !kbit::decode_kernel_pays(a))) {
       std::printf("none\n");
       continue;
     }
@@ -66,6 +66,15 @@ EXPECTED = {
     (16, 1024, 2048, 64, 4): (16, 4, 2, 0),   # grouped: 64-row tiles, registers, 2 stages at k = 4
     (16, 1024, 2048, 64, 3): (16, 4, 3, 0),   # (3 at other k)
     (16, 1024, 2048, 64, 5): (16, 2, 4, 0),
+    # v36: dense M = 9..16 on layers of 2^27+ weights, 16-row slots (12 warps,
+    # 2 stages of 64-row tiles; k = 5: 3 stages of 32-row tiles).
+    (16, *L70_GATEUP, 1, 4): (12, 4, 2, 16),
+    (9, *L70_DOWN, 1, 4): (12, 4, 2, 16),
+    (16, *L70_GATEUP, 1, 2): (12, 4, 2, 16),
+    (12, *L70_GATEUP, 1, 3): (12, 4, 2, 16),
+    (16, *L70_GATEUP, 1, 5): (12, 2, 3, 16),
+    (16, *L8_GATEUP, 1, 4): None,              # smaller layers: the tiled kernels
+    (17, *L70_GATEUP, 1, 4): None,
 }
 
 
@@ -88,10 +97,10 @@ def test_measured_choices(rule_exe):
 
 
 def test_every_choice_fits_one_sm(rule_exe):
-    """Every k, dense M = 1..8 over layer sizes around the rule's bounds (2^24,
+    """Every k, dense M = 1..16 over layer sizes around the rule's bounds (2^24,
     2^25, 2^27 weights), grouped layers, and the forced 64-row tiles (decode64)
     at every M: each configuration fits 227 KB, with 12 or 16 warps."""
-    shapes = [(m, n, k, 1, bits, f) for bits in (2, 3, 4, 5) for m in (1, 2, 4, 5, 8) for f in (0, 1)
+    shapes = [(m, n, k, 1, bits, f) for bits in (2, 3, 4, 5) for m in (1, 2, 4, 5, 8, 9, 16) for f in (0, 1)
               for n, k in ((1000, 2080), (4096, 4104), (4104, 8192), (16392, 8192), (28672, 8192))]
     shapes += [(m, 1024, 2048, e, bits, f) for bits in (2, 3, 4, 5) for m, e in ((4, 64), (16, 64), (40, 16))
                for f in (0, 1)]
@@ -101,6 +110,6 @@ def test_every_choice_fits_one_sm(rule_exe):
             continue
         seen += 1
         warps, nt, stages, act, smem = c
-        assert warps in (12, 16) and nt in (2, 4) and stages in (2, 3, 4) and act in (0, 1, 4, 8), (shape, c)
+        assert warps in (12, 16) and nt in (2, 4) and stages in (2, 3, 4) and act in (0, 1, 4, 8, 16), (shape, c)
         assert smem <= 227 * 1024, (shape, c)
     assert seen > len(shapes) // 2

@@ -76,14 +76,15 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
 
 @requires_sm80
 @pytest.mark.parametrize("kernel", ["decode", "decode64", "gemv"])
-@pytest.mark.parametrize("experts,m,k", [(1, 1, 4128), (1, 3, 4128), (1, 4, 4160), (1, 6, 4160), (16, 1, 4160),
-                                          (16, 20, 4160)])
+@pytest.mark.parametrize("experts,m,k", [(1, 1, 4128), (1, 3, 4128), (1, 4, 4160), (1, 6, 4160), (1, 11, 4128),
+                                          (16, 1, 4160), (16, 20, 4160)])
 def test_kbit_decode_kernel_repeatable_and_graph(experts, m, k, kernel, monkeypatch):
     """The decode kernel's split tiles (warp-level stream-K; CTA slots in the
     workspace for tiles split between CTAs) at a size with many splits, both warp tiles, activations in the ring stages
     (dense m <= 4, also with K % 64 == 32 and fewer rows than the stage holds;
-    dense m = 6 with 32-row tiles: 8-row stages) and in registers (dense m = 6
-    with 64-row tiles; grouped layers, m = 1 and 20, always): every run
+    dense m = 6 with 32-row tiles: 8-row stages; dense m = 11: 16-row slots)
+    and in registers (dense m = 6 with 64-row tiles; grouped layers, m = 1 and
+    20, always): every run
     passes, and a captured graph replays on new activations and routing. The
     CUDA-core kernel (gemv) takes the dense m = 1 case."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
@@ -150,14 +151,16 @@ def test_kbit_repeatable(m, n, k, experts):
 @requires_sm80
 @pytest.mark.parametrize("kernel", ["decode", "decode64"])
 @pytest.mark.parametrize("m,n,k,experts", [(1, 1024, 16384, 1), (4, 1000, 16384, 1), (2, 72, 16384, 1),
-                                           (6, 520, 8192, 1), (1, 1024, 2048, 40)])
+                                           (6, 520, 8192, 1), (13, 1000, 16384, 1), (16, 72, 16384, 1),
+                                           (1, 1024, 2048, 40)])
 def test_kbit_decode_split_tiles_same_bits(kernel, m, n, k, experts, monkeypatch):
     """The decode kernel adds the parts of a tile split between CTAs in CTA order
     (slots in the workspace, not fp32 atomics), so every run gives the same bits:
     dense layers with activations in the ring stages (m <= 4; one row per stage
     at m = 1 with 32-row tiles on 2^24 weights or more; 8-row stages at m = 6
-    with 32-row tiles) and in registers (m = 6 with 64-row tiles), a narrow
-    layer whose few tiles span many CTAs, and a grouped one.
+    with 32-row tiles; 16-row slots at m = 13 and 16) and in registers (m = 6
+    with 64-row tiles), narrow layers whose few tiles span many CTAs (m = 2,
+    16), and a grouped one.
     Between the runs a call of the tiled kernel, which shares the workspace and
     the counters, checks that the decode kernel leaves both zeroed."""
     spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=4, dtype="float16", experts=experts, seed=5)
@@ -201,16 +204,17 @@ def test_kbit_default_rule_shapes(m, n, k, experts, monkeypatch):
 
 
 @requires_sm80
-@pytest.mark.parametrize("bits,m", [(b, m) for b in (2, 3, 4, 5) for m in (1, 4, 8) if (b, m) != (5, 8)])
+@pytest.mark.parametrize("bits,m", [(b, m) for b in (2, 3, 4, 5) for m in (1, 4, 8, 12, 16) if (b, m) != (5, 8)])
 def test_kbit_decode_large_layer(bits, m, monkeypatch):
-    """Dense layers of at least 2^27 weights at M <= 8 (no kernel forced): on
+    """Dense layers of at least 2^27 weights at M <= 16 (no kernel forced): on
     the H100 the decode kernel with 64-row warp tiles, since v35 with 12 warps
     at k = 4 (one activation row per ring stage at M = 1, four at M = 4, eight
     at M = 8) and at k = 5, M = 1 (one row), and with the eight rows in the
     stages at M = 8 for k = 2 and 3 (16 warps); k = 5 at M = 4 keeps 32-row
-    tiles. (k = 5 at M = 8 goes to the tiled kernel, whose split-tile sums may
-    differ in the last bits between runs: test_kbit_repeatable.) N = 16392
-    leaves a partial tile. Every run passes the checker and gives the same
+    tiles; since v36 at M = 9..16 16-row slots with the rows in the stages
+    (12 warps; 64-row tiles, at k = 5 32-row). (k = 5 at M = 8 goes to the
+    tiled kernel, whose split-tile sums may differ in the last bits between
+    runs: test_kbit_repeatable.) N = 16392 leaves a partial tile. Every run passes the checker and gives the same
     bits."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
     spec = dict(problem="kbit_gemm", m=m, n=16392, k=8192, bits=bits, dtype="float16", experts=1, seed=17)
