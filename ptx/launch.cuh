@@ -158,13 +158,14 @@ constexpr bool decode_act8_fits(int bits, int nt) {
 // (kActRows = 16; each dequantized fragment feeds two n8 MMAs). The shape rule
 // takes them on layers of at least 2^27 weights (decode_kernel_pays), every k;
 // KBIT_KERNEL=decode / decode64 takes them at any size. Measured against the
-// mma.sync tiled kernel, the rule's choice there before (v36, H100, tc_bench,
-// graph time, docs/results.md v36): Llama-3-70B gate/up M = 16 k = 4
-// 65.3-66.7 vs 74.1-74.8 us, down 69.6-70.3 vs 72.3-73.3; k = 2 57.2-57.8 vs
-// 68.5-69.3; k = 3 61.0-61.9 vs 75.7-76.0; k = 5 (32-row tiles) 83.3-84.8 vs
-// 111.6-112.1. On Llama-3-8B gate/up 32-row tiles of 16 warps were 7 %
-// faster (23.5-24.2 vs 25.6-26.6) but on down 5 % slower (27.3-27.5 vs
-// 25.9-26.3), so the smaller layers keep the other kernels.
+// mma.sync tiled kernel, the rule's choice there before (v36, H100, graph
+// time, docs/results.md v36; harness A/B in one call, two rounds):
+// Llama-3-70B M = 16 k = 4 gate/up 61.5-62.2 vs 72.3-73.6 us, down 66.6-67.8
+// vs 71.7-72.8; k = 2 55.3-56.4 vs 66.3-67.8; k = 3 59.4-60.3 vs 73.1-73.9;
+// k = 5 (32-row tiles) 83.5 vs 109.9. In tc_bench, on Llama-3-8B gate/up
+// 32-row tiles of 16 warps were faster (23.5-24.5 vs 25.6-26.6) but on down
+// slower (27.3-27.5 vs 25.9-26.3), and 64-row tiles slower on both; so the
+// smaller layers keep the other kernels.
 // KBIT_DECODE_ACT16=0 turns it off (A/B).
 #ifndef KBIT_DECODE_ACT16
 #define KBIT_DECODE_ACT16 1

@@ -411,14 +411,16 @@ static bool rule_agrees(const Case& cs, int sms) {
   kbit_api::KbitArgs a{};
   a.M = cs.M; a.N = cs.N; a.K = cs.K; a.E = 1; a.bits = cs.bits;
   int mtiles = kbit::kbit_pick_mtiles(a.M, a.E);
+  const bool decode = !kbit::wgmma_kernel_pays(a, mtiles) && kbit::decode_kernel_pays(a) &&
+                      kbit::decode_serves(a, mtiles, sms);   // (the plan's order: wgmma, decode, tiled)
   if constexpr (R::kKernel == Kernel::kDecode) {
     using C = typename R::Config;
-    if (mtiles != 1 || !kbit::decode_kernel_pays(a)) return false;
+    if (!decode) return false;
     const int nt = kbit::decode_nt(a), act = kbit::decode_act_rows(a, sms, nt);
     return C::kBits == cs.bits && C::kNT == kbit::decode_tile_nt(cs.bits, nt, act) && C::kActRows == act &&
            std::is_same_v<C, Dec<C::kBits, C::kNT, C::kActRows>>;
   }
-  if (!kbit::wgmma_kernel_pays(a, mtiles)) return cs.kernel == Kernel::kTiled;
+  if (!kbit::wgmma_kernel_pays(a, mtiles)) return cs.kernel == Kernel::kTiled && !decode;
   mtiles = kbit::wgmma_mtiles(a, mtiles);
   return cs.kernel == Kernel::kWgmma && kbit::wgmma_config_for(a, mtiles, sms) == cs.nt;
 }
@@ -536,6 +538,9 @@ int main(int argc, char** argv) {
   run_case({"70b_gateup_m16_k3", 28672, 8192, 16, T, 0, 3}, Runner<TiledK<3, 2>, T>{});
   run_case({"70b_gateup_m16_k5", 28672, 8192, 16, T, 0, 5}, Runner<TiledK<5, 2>, T>{});
   run_case({"dec16_70b_gateup_m16_w16nt2", 28672, 8192, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
+  run_case({"dec16_70b_gateup_m16_w8s3", 28672, 8192, 16, D, 0}, Runner<DecV<4, 8, 4, 3, 16>, D>{});
+  run_case({"dec16_70b_gateup_m16_w8s2", 28672, 8192, 16, D, 0}, Runner<DecV<4, 8, 4, 2, 16>, D>{});
+  run_case({"dec16_70b_down_m16_w8s3", 8192, 28672, 16, D, 0}, Runner<DecV<4, 8, 4, 3, 16>, D>{});
   run_case({"dec16_70b_gateup_m16_nt2s3", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
   run_case({"dec16_8b_down_m16", 4096, 14336, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
   run_case({"dec16_8b_down_m16_nt2", 4096, 14336, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
