@@ -50,7 +50,9 @@ namespace kbit {
 // dynamic shared memory. 256 records a timeline instead of C (DecodeTimeline
 // below; scripts/decode_timeline.py reads it). 1024 is not a probe but a
 // switch for A/B runs (results stay right): the bulk-copy ring (DecodeRing)
-// where the family has bulk copies.
+// where the family has bulk copies. 2048 (with 32) shrinks the part buffers to
+// one column, so that deeper rings fit for timing. 4096 leaves out only the
+// completion of tiles split between CTAs (each CTA's sum goes to C).
 #ifndef KBIT_DECODE_PROBE
 #define KBIT_DECODE_PROBE 0
 #endif
@@ -136,12 +138,13 @@ struct DecodeConfig {
   // A part buffer keeps the slot's rows only: kActRows where the stage carries
   // them (the host gives such a configuration no larger slot), else BLOCK_M.
   // (At kActRows = 4 the 64-row tiles fit one SM only with the smaller buffers.)
-  static constexpr int kPartCols = kSmemAct ? kActRows : BLOCK_M;
+  // (Probe 2048, with 32: one column, a smaller footprint for timing deeper rings.)
+  static constexpr int kPartCols = (KBIT_DECODE_PROBE & 2080) == 2080 ? 1 : kSmemAct ? kActRows : BLOCK_M;
   static constexpr int kSumFloats = BLOCK_N * kPartCols;
-  // Tiles split between CTAs: two slots per CTA of kSumFloats 64-bit words
+  // Tiles split between CTAs: two slots per CTA of kSumFloats 32-bit words
   // each in the workspace (finish_spanning_tile).
   __host__ __device__ static constexpr size_t workspace_floats(int ctas) {
-    return size_t(ctas) * 2 * kSumFloats * 2;
+    return size_t(ctas) * 2 * kSumFloats;
   }
   static constexpr int kSumBytes =
       kWarps * kSumFloats * 4 + (kWarps + 1) * 8 + (kDecodeBulkRing ? kWarps * kStages * 8 : 0);
@@ -634,6 +637,11 @@ struct DecodeTimeline {
 // and counted in at once with an acq_rel atomic: its release waited for the
 // warp's earlier memory operations, and the last CTA read the sums back only
 // after its count had returned (docs/results.md v25).
+// - Slot words are 32-bit: the complement of the value's bits (slot_word), so
+//   that zero, the workspace's resting state, means "not yet stored". (A value
+//   whose bits are all ones, a NaN, is stored as the NaN 0x7fffffff.) Until v36
+//   each word was 64-bit, the value paired with a marker bit: twice the bytes
+//   and the registers, and at 16 rows two passes of loads.
 // - No deadlock: a CTA counts in only after its slot stores are issued, so the
 //   last one waits only for stores already on their way, never for a CTA that
 //   may not be resident.
@@ -644,11 +652,15 @@ struct DecodeTimeline {
 //   CTA returns the words it read and the counter to zero for the next launch
 //   (the workspace is zero when allocated, and shared with the other kernels).
 // ---------------------------------------------------------------------------
-constexpr unsigned long long kSlotMarker = 1ull << 32;
+__device__ __forceinline__ uint32_t slot_word(float x) {
+  const uint32_t b = __float_as_uint(x);
+  return ~(b == 0xFFFFFFFFu ? 0x7FFFFFFFu : b);
+}
+__device__ __forceinline__ float slot_value(uint32_t w) { return __uint_as_float(~w); }
 
 template <class Cfg>
-__device__ __forceinline__ unsigned long long* spanning_slot(float* workspace, int slot) {
-  return reinterpret_cast<unsigned long long*>(workspace) + size_t(slot) * Cfg::kSumFloats;
+__device__ __forceinline__ uint32_t* spanning_slot(float* workspace, int slot) {
+  return reinterpret_cast<uint32_t*>(workspace) + size_t(slot) * Cfg::kSumFloats;
 }
 
 template <class Cfg>
@@ -656,9 +668,9 @@ __device__ __forceinline__ void publish_part(const DecodeParams& p, float (&acc)
                                              int rows, int slot) {
   // (Through an opaque move: otherwise the compiler computes the element
   // addresses of this rare path before the loop and holds them throughout.)
-  unsigned long long* w = ptx::opaque(spanning_slot<Cfg>(p.workspace, slot));
+  uint32_t* w = ptx::opaque(spanning_slot<Cfg>(p.workspace, slot));
   for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
-    if (m < rows) ptx::st_relaxed_gpu_u64(w + m * Cfg::BLOCK_N + n, kSlotMarker | __float_as_uint(x));
+    if (m < rows) ptx::st_relaxed_gpu_u32(w + m * Cfg::BLOCK_N + n, slot_word(x));
   });
 }
 
@@ -668,20 +680,22 @@ __device__ __forceinline__ void publish_part(const DecodeParams& p, float (&acc)
 // slots of cta0 + 1, ...), writes C (unless c is null: the timeline probe)
 // and zeroes the words it read and the counter. Lane l adds words l, l + 32,
 // ... (the slot's rows only), kPer of them per pass (16-row slots of 64-row
-// tiles take two passes: 32 words per lane would need 64 registers), kBatch
-// slots' loads in flight at once; the first batch goes out with the count,
-// before the warp knows whether it comes last.
+// tiles take two passes), kBatch slots' loads in flight at once (16 words per
+// lane; 32, i.e. both slots of a tile in two CTAs at 8 and 16 rows, changed
+// the kernel's register allocation and made Llama-3-8B M = 4 1 us slower,
+// docs/results.md v36); the first batch goes out with the count, before the
+// warp knows whether it comes last.
 template <class Cfg>
 __device__ __forceinline__ void finish_spanning_tile(float* workspace, int* counter, typename Cfg::T* c, int N,
                                                      TilePos pos, int cta0, int ctas, int lane, float out_scale) {
   using T = typename Cfg::T;
   constexpr int kPerAll = Cfg::kSumFloats / kWarpSize;
   constexpr int kPer = kPerAll < 16 ? kPerAll : 16;   // words per lane and pass
-  constexpr int kBatch = kPer >= 8 ? 1 : 8 / kPer;
+  constexpr int kBatch = kPer >= 2 ? 16 / kPer : 8;
   static_assert(Cfg::kSumFloats % kWarpSize == 0 && kPerAll % kPer == 0, "whole words per lane and pass");
   const int words = pos.rows * Cfg::BLOCK_N;
-  unsigned long long v[kBatch][kPer];
-  unsigned long long* w[kBatch];
+  uint32_t v[kBatch][kPer];
+  uint32_t* w[kBatch];
   const auto load_batch = [&](int s0, int x0) {   // x0: the pass's first word
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
@@ -690,7 +704,7 @@ __device__ __forceinline__ void finish_spanning_tile(float* workspace, int* coun
 #pragma unroll
       for (int i = 0; i < kPer; ++i) {
         const int x = x0 + lane + i * kWarpSize;
-        v[j][i] = s < ctas && x < words ? ptx::ld_relaxed_gpu_u64(w[j] + x) : kSlotMarker;
+        v[j][i] = s < ctas && x < words ? ptx::ld_relaxed_gpu_u32(w[j] + x) : 1u;   // (1: not read)
       }
     }
   };
@@ -713,9 +727,9 @@ __device__ __forceinline__ void finish_spanning_tile(float* workspace, int* coun
         for (int i = 0; i < kPer; ++i) {
           const int x = x0 + lane + i * kWarpSize;
           if (s0 + j < ctas && x < words) {
-            while (!(v[j][i] & kSlotMarker)) v[j][i] = ptx::ld_relaxed_gpu_u64(w[j] + x);
-            sum[i] += __uint_as_float(uint32_t(v[j][i]));
-            ptx::st_relaxed_gpu_u64(w[j] + x, 0ull);
+            while (v[j][i] == 0u) v[j][i] = ptx::ld_relaxed_gpu_u32(w[j] + x);
+            sum[i] += slot_value(v[j][i]);
+            ptx::st_relaxed_gpu_u32(w[j] + x, 0u);
           }
         }
       }
@@ -1160,7 +1174,7 @@ kbit_decode_kernel(const DecodeParams p) {
                 for (int q = 0; q < Cfg::kAccRegs; ++q) acc[nt][q] += v[j][nt][q];
           } while (others);
         }
-        if (e.z > 0) {
+        if (e.z > 0 && !(KBIT_DECODE_PROBE & 4096)) {
           // The tile spans CTAs: the CTA's sum goes to its slot (no wait); the
           // warp counts in after its loop (finish_spanning_tile). Role 1: the
           // tile began in this CTA.
@@ -1190,7 +1204,7 @@ kbit_decode_kernel(const DecodeParams p) {
   for (int role = 0; role < 2; ++role) {
     const int4 e = ends_s[warp][role];
     const bool began_here = (e.y >> 16) == int(blockIdx.x);
-    if (e.z > 0 && (e.y & 255) == warp && began_here == (role == 1) && !(KBIT_DECODE_PROBE & 32))
+    if (e.z > 0 && (e.y & 255) == warp && began_here == (role == 1) && !(KBIT_DECODE_PROBE & (32 | 4096)))
       finish_spanning_tile<Cfg>(p.workspace, p.counters + e.x, kTimeline ? nullptr : static_cast<T*>(p.c), p.N,
                                 locate(e.x), e.y >> 16, e.z + 1, lane, out_scale);
   }

@@ -175,16 +175,16 @@ __device__ __forceinline__ void st_global_pred_b32(void* p, uint32_t v, bool pre
 
 // ---- relaxed gpu-scope accesses (PTX ISA memory consistency model, 8.7) --------
 // Morally strong but ordered with nothing else: no fence, so the issuing warp
-// does not wait for its other memory operations. An aligned 64-bit access is
-// single-copy atomic, so a reader sees a 64-bit word whole or not at all: the
-// decode kernel's split-tile slots pair each value with a nonzero marker, and
-// their reader checks the marker of every word instead of an ordering fence.
-__device__ __forceinline__ void st_relaxed_gpu_u64(unsigned long long* p, unsigned long long v) {
-  asm volatile("st.relaxed.gpu.global.u64 [%0], %1;\n" ::"l"(p), "l"(v) : "memory");
+// does not wait for its other memory operations. An aligned 32-bit access is
+// single-copy atomic, so a reader sees a word whole or not at all: the decode
+// kernel's split-tile slots store each value so that it is never zero, and
+// their reader checks every word for zero instead of an ordering fence.
+__device__ __forceinline__ void st_relaxed_gpu_u32(uint32_t* p, uint32_t v) {
+  asm volatile("st.relaxed.gpu.global.u32 [%0], %1;\n" ::"l"(p), "r"(v) : "memory");
 }
-__device__ __forceinline__ unsigned long long ld_relaxed_gpu_u64(const unsigned long long* p) {
-  unsigned long long v;
-  asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];\n" : "=l"(v) : "l"(p) : "memory");
+__device__ __forceinline__ uint32_t ld_relaxed_gpu_u32(const uint32_t* p) {
+  uint32_t v;
+  asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];\n" : "=r"(v) : "l"(p) : "memory");
   return v;
 }
 __device__ __forceinline__ void st_relaxed_gpu_s32(int* p, int v) {

@@ -538,6 +538,10 @@ int main(int argc, char** argv) {
   run_case({"70b_gateup_m16_k3", 28672, 8192, 16, T, 0, 3}, Runner<TiledK<3, 2>, T>{});
   run_case({"70b_gateup_m16_k5", 28672, 8192, 16, T, 0, 5}, Runner<TiledK<5, 2>, T>{});
   run_case({"dec16_70b_gateup_m16_w16nt2", 28672, 8192, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
+#if (KBIT_DECODE_PROBE & 2080) == 2080   // (part buffers of one column: 3 stages fit)
+  run_case({"dec16_70b_gateup_m16_s3", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 4, 3, 16>, D>{});
+  run_case({"dec16_70b_down_m16_s3", 8192, 28672, 16, D, 0}, Runner<DecV<4, 12, 4, 3, 16>, D>{});
+#endif
   run_case({"dec16_70b_gateup_m16_w8s3", 28672, 8192, 16, D, 0}, Runner<DecV<4, 8, 4, 3, 16>, D>{});
   run_case({"dec16_70b_gateup_m16_w8s2", 28672, 8192, 16, D, 0}, Runner<DecV<4, 8, 4, 2, 16>, D>{});
   run_case({"dec16_70b_down_m16_w8s3", 8192, 28672, 16, D, 0}, Runner<DecV<4, 8, 4, 3, 16>, D>{});
