@@ -441,9 +441,9 @@ struct DecodeRing {
 };
 #endif
 
-// Accumulator (nt, q) of thread (g, t): weight row nt * 16 + g + (q >> 1) * 8
-// of the tile (n), activation row 2t + (q & 1) of the slot (m); f(x, n, m) for
-// each.
+// Accumulator (nt, q) of thread (g, t): weight row nt * 16 + g + 8 (bit 1 of q)
+// of the tile (n), activation row 8 (q >> 2) + 2t + (q & 1) of the slot (m;
+// q >> 2 is the slot's n8 half); f(x, n, m) for each.
 template <class Cfg, class F>
 __device__ __forceinline__ void for_each_acc(float (&acc)[Cfg::kNT][Cfg::kAccRegs], int g, int t, const F& f) {
 #pragma unroll
