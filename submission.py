@@ -19,18 +19,19 @@ Environment
     KBIT_VERBOSE_BUILD=1              show the compiler's output
     KBIT_DECODE_CFG=W,NT,STAGES[,P]   tuning experiments: warps per CTA, 16-row tiles
                                       per warp (then at every shape) and ring depth of
-                                      the decode kernel (0 = the default: 16; 2 or 4 by
-                                      shape; 3 for 4-tile warps, else 4; see
-                                      scripts/decode_variants.py); P builds a timing
-                                      probe that computes WRONG results, leaving out
-                                      (bit mask) 1 the dequant, 2 the weight copies, 4
-                                      the activation loads; 8 copies in K-tile order
+                                      the decode kernel (0 = the shape rule's, by shape:
+                                      ptx/launch.cuh; see scripts/decode_variants.py);
+                                      P builds a timing probe that computes WRONG
+                                      results (bit mask, ptx/kbit_decode.cuh: 1 leaves
+                                      out the dequant, 2 the weight copies, 4 the
+                                      activation loads, 32 the split-tile completion, ...)
     KBIT_KERNEL=tiled|decode|decode64|wgmma|gemv
                                       kbit_gemm: the mma.sync tiled GEMM kernel for every
                                       M, the decode kernel wherever it applies (<= 8 rows
                                       per expert, or dense M <= 16; decode64: with
-                                      64-row warp tiles at every shape), the wgmma tiled kernel for every
-                                      M (sm90 family; elsewhere the choice by shape), or
+                                      64-row warp tiles at every shape), the wgmma
+                                      tiled kernel for every M (sm90 family;
+                                      elsewhere the choice by shape), or
                                       the CUDA-core kernel wherever it applies (dense
                                       M = 1; grouped), instead of the choice by shape; to
                                       measure the crossover and test each kernel

@@ -63,7 +63,8 @@ def test_kbit_spec(spec):
 def test_kbit_each_kernel(spec, kernel, monkeypatch):
     """Every kernel at every test shape, whichever the shape rule picks: the
     mma.sync tiled kernel for every M, the decode kernel wherever it applies (at
-    most 8 rows per expert; elsewhere the tiled kernel runs), with the warp tile
+    most 8 rows per expert, or 16 rows of a dense layer; elsewhere the tiled
+    kernel runs), with the warp tile
     the shape rule picks (32 rows at these sizes) and with 64-row tiles, the
     wgmma tiled kernel for every M (sm90 family; elsewhere the shape rule), and
     the CUDA-core kernel wherever it applies (dense, M = 1; elsewhere the
