@@ -122,8 +122,8 @@ struct Case {
   int bits = 4;    // k (the decode and tiled cases; the wgmma configurations here are k = 4)
 };
 // The configuration of each case, by name (as launch.cuh dispatches it).
-template <int kMTiles> using Tiled4 = kbit::KbitCfg<4, __half, kMTiles>;
 template <int kBits, int kMTiles> using TiledK = kbit::KbitCfg<kBits, __half, kMTiles>;
+template <int kMTiles> using Tiled4 = TiledK<4, kMTiles>;
 template <int kBlockM, int kNT> using Wg4 = kbit::WgmmaCfg<4, __half, kBlockM, kNT>;
 using WgWhole4 = kbit::WgmmaCfg<4, __half, 128, 1, 8>;
 // Decode configurations: the shape rule's (DecodeCfg: 16 warps, its ring
