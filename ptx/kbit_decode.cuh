@@ -594,8 +594,13 @@ struct DecodeSplit {
 // barrier; the table barrier; the first and the last warp's end of the main
 // loop; the CTA's end; thread 0's set-up steps (a kernel parameter arrived, the
 // split computed, prologue copies issued, activation loads issued, split-tile
-// bookkeeping done). Word 15: a marker with the CTA. A second row per CTA (at
-// C + 128 * (gridDim.x + blockIdx.x) bytes) holds each warp's loop end.
+// bookkeeping done). Word 15: a marker with the CTA count (bits 16..31) and the
+// CTA (bits 0..15): a reader keeps the rows where they belong, not stale rows
+// of an earlier call in reused memory. Four more rows per CTA
+// (at C + 128 * ((1 + i) gridDim.x + blockIdx.x) bytes) hold per-warp marks:
+// each warp's end, and for the last tile it finished, its accumulators
+// landing, its wait for the CTA's other parts done, its sum stored or
+// published (warp_marks in the kernel).
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
@@ -620,9 +625,30 @@ struct DecodeTimeline {
                            c_cb - c0, c_lut - c0, loop_end[0], loop_end[1], c_end - c0,
                            c_par - c0, c_split - c0, c_pro - c0, c_act - c0, c_ends - c0};
     for (int i = 0; i < kWords - 1; ++i) w[i] = v[i];
-    w[kWords - 1] = 0x71AE000000000000ull | blockIdx.x;
+    w[kWords - 1] = 0x71AE000000000000ull | uint64_t(gridDim.x) << 16 | blockIdx.x;
   }
 };
+
+// The first warp of a tile split between warps of a CTA waits for the others'
+// parts. It may reach the wait while they still stream their last units, so
+// it waits without taking their issue slots: try_wait suspends the warp where
+// the family has it (sm_90 and later), elsewhere the warp sleeps between
+// polls. (A bare test_wait loop is KBIT_DECODE_SPLIT_SPIN=1, for A/B runs.)
+#ifndef KBIT_DECODE_SPLIT_SPIN
+#define KBIT_DECODE_SPLIT_SPIN 0
+#endif
+__device__ __forceinline__ void wait_split_parts(uint32_t bar) {
+  if constexpr (KBIT_DECODE_SPLIT_SPIN) {
+    while (!ptx::mbarrier_test_wait_parity(bar, 0)) {
+    }
+  } else {
+#if KBIT_HAS_MBARRIER_TRY_WAIT
+    ptx::mbarrier_wait_parity(bar, 0);
+#else
+    while (!ptx::mbarrier_test_wait_parity(bar, 0)) ptx::nanosleep(32);
+#endif
+  }
+}
 
 // ---------------------------------------------------------------------------
 // Stage: tiles split between CTAs.
@@ -774,7 +800,11 @@ kbit_decode_kernel(const DecodeParams p) {
   constexpr bool kTimeline = KBIT_DECODE_PROBE & 256;
   DecodeTimeline tl{};
   __shared__ int loop_end[2];   // kTimeline: min, max SM clocks to a warp's loop end
-  __shared__ int warp_end[kTimeline ? Cfg::kWarps : 1];   // kTimeline: each warp's loop end
+  // kTimeline: each warp's SM clocks (from the CTA's start) to its end [0] and,
+  // for the last tile it finished, to its accumulators landing [1], its wait
+  // for the CTA's other parts done [2], its sum stored or published [3].
+  __shared__ int warp_marks[4][kTimeline ? Cfg::kWarps : 1];
+  int tl_fin[3] = {-1, -1, -1};
   if constexpr (kTimeline) {
     tl.c0 = clock64();
     tl.g0 = global_ns();
@@ -1116,6 +1146,7 @@ kbit_decode_kernel(const DecodeParams p) {
     if (++kt < k_tiles && left > 1) continue;
 
     // ---- tile finished (or this warp's share of it) ---------------------------
+    if constexpr (kTimeline) tl_fin[0] = tl_fin[1] = int(clock_after(__float_as_uint(acc[0][0])) - tl.c0);
     const int4& e = ends_s[warp][ends_s[warp][0].x == pos.tile ? 0 : 1];
     bool store = true;   // this warp holds the tile's sum: it writes C
     // A tile between the warp's first and last is all the warp's.
@@ -1138,8 +1169,8 @@ kbit_decode_kernel(const DecodeParams p) {
         // rarely waits. It adds their parts to its own.
         uint32_t others = uint32_t(e.w);
         if (others) {
-          while (!ptx::mbarrier_test_wait_parity(bar, 0)) {
-          }
+          wait_split_parts(bar);
+          if constexpr (kTimeline) tl_fin[1] = int(clock64() - tl.c0);
           // kBatch parts' loads in flight at once (one part at a time
           // exposed a shared-memory round trip per part: ~10 % of the warp
           // samples at Qwen3 q, M = 1, whose tiles span all 16 warps), added
@@ -1191,6 +1222,7 @@ kbit_decode_kernel(const DecodeParams p) {
           c[size_t(pos.row0 + m) * p.N + pos.n0 + n] = Elem<T>::from_float(x * out_scale);
       });
     }
+    if constexpr (kTimeline) tl_fin[2] = int(clock64() - tl.c0);
     for_each_acc<Cfg>(acc, g, t, [](float& x, int, int) { x = 0.f; });
     kt = 0;
     pos = next;
@@ -1211,7 +1243,8 @@ kbit_decode_kernel(const DecodeParams p) {
   if constexpr (kTimeline) {
     if (lane == 0) {
       const int c = int(clock64() - tl.c0);
-      warp_end[warp] = active ? c : -1;
+      warp_marks[0][warp] = active ? c : -1;
+      for (int i = 0; i < 3; ++i) warp_marks[1 + i][warp] = active ? tl_fin[i] : -1;
       if (active) {
         atomicMin(&loop_end[0], c);
         atomicMax(&loop_end[1], c);
@@ -1219,13 +1252,15 @@ kbit_decode_kernel(const DecodeParams p) {
     }
     __syncthreads();
     if (tid == 0) tl.end(p.c, size_t(p.M) * p.N * sizeof(T), loop_end);
-    // Row gridDim.x + blockIdx.x: each warp's loop end (32-bit SM clocks from
-    // the CTA's start; -1: no units), then a marker with the CTA in word 15.
-    const size_t row = size_t(gridDim.x) + blockIdx.x;
-    if ((row + 1) * DecodeTimeline::kWords * 8 <= size_t(p.M) * p.N * sizeof(T)) {
+    // Rows (1 + i) gridDim.x + blockIdx.x: warp_marks[i] (32-bit SM clocks
+    // from the CTA's start, by warp, 16 entries; -1: no units or no warp),
+    // then in word 15 a marker (0x71AF + i) as in the CTA's row.
+    for (int i = 0; i < 4; ++i) {
+      const size_t row = size_t(1 + i) * gridDim.x + blockIdx.x;
+      if ((row + 1) * DecodeTimeline::kWords * 8 > size_t(p.M) * p.N * sizeof(T)) break;
       unsigned long long* w = static_cast<unsigned long long*>(p.c) + DecodeTimeline::kWords * row;
-      if (tid < Cfg::kWarps) reinterpret_cast<int*>(w)[tid] = warp_end[tid];
-      if (tid == 0) w[DecodeTimeline::kWords - 1] = 0x71AF000000000000ull | blockIdx.x;
+      if (tid < 16) reinterpret_cast<int*>(w)[tid] = tid < Cfg::kWarps ? warp_marks[i][tid] : -1;
+      if (tid == 0) w[DecodeTimeline::kWords - 1] = (0x71AFull + i) << 48 | uint64_t(gridDim.x) << 16 | blockIdx.x;
     }
   }
 }

@@ -10,6 +10,10 @@
 #ifndef KBIT_HAS_BULK_COPY
 #define KBIT_HAS_BULK_COPY 0
 #endif
+// Defined to 1 by families with mbarrier.try_wait (sm90.cuh and later).
+#ifndef KBIT_HAS_MBARRIER_TRY_WAIT
+#define KBIT_HAS_MBARRIER_TRY_WAIT 0
+#endif
 // Defined to 1 by families with a one-instruction e4m3 -> f16 conversion
 // (sm90.cuh: cvt_f16x2_e4m3x2).
 #ifndef KBIT_HAS_E4M3_CVT
@@ -233,6 +237,14 @@ __device__ __forceinline__ bool mbarrier_test_wait_parity(uint32_t bar, uint32_t
   asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
                : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
   return ok != 0;
+}
+
+// ---- nanosleep (PTX ISA, miscellaneous instructions: nanosleep; sm_70+) --------
+// Suspends the thread for about `ns` nanoseconds (the ISA guarantees a sleep in
+// [0, 2 ns], at most 1 ms): a poll loop that sleeps leaves the issue slots to
+// the warps it waits for.
+__device__ __forceinline__ void nanosleep(uint32_t ns) {
+  asm volatile("nanosleep.u32 %0;\n" ::"r"(ns));
 }
 
 // ---- shared loads of read-only tables (PTX ISA 9.7.9.8) ----------------------

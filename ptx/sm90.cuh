@@ -11,6 +11,8 @@
 // This family (and those built on it) has the bulk-copy engine, and vector
 // reductions on global memory.
 #define KBIT_HAS_BULK_COPY 1
+// mbarrier.try_wait (a wait that may suspend the thread): mbarrier_wait_parity.
+#define KBIT_HAS_MBARRIER_TRY_WAIT 1
 #define KBIT_HAS_VEC_RED 1
 #define KBIT_SMEM_PER_SM_KB 228
 // e4m3 -> f16 conversion in one instruction (sm_89 and later).

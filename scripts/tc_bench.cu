@@ -17,7 +17,11 @@
 //   first call and after the last timed one;
 // * graph time: CUDA-graph replay of R x (L2 flush, call) minus R x (flush),
 //   median of 7 replays, as eval/run.py --graph does; twice, and beside it a
-//   plain 16-byte streaming read of the call's weight bytes.
+//   plain 16-byte streaming read of the call's weight bytes;
+// * `differ`: outputs of the last timed call whose bits differ from the first
+//   call's (every kernel here adds its split-tile parts in a fixed order: 0).
+//   A split-tile completion tried in v37 changed a few outputs' last bits on
+//   the `few` cases (2-3 units per decode warp, tiles over 2-3 CTAs).
 // With KBIT_WGMMA_PROBE (kbit_wgmma.cuh) or KBIT_DECODE_PROBE (kbit_decode.cuh)
 // the probed kernel's results are wrong by design and the check is reported,
 // not enforced. The extension's numbers
@@ -214,6 +218,13 @@ static kbit_api::KbitArgs args_of(const Data& d) {
 // Largest error of 512 sampled outputs against a float64 host reference,
 // relative to the fp16 rounding the kernels allow: weights enter the MMA as
 // fp16 products (2^-11 of each term's magnitude, twice), the output is fp16.
+// The call's whole output, bit for bit (to compare repeated calls).
+static std::vector<uint16_t> output_bits(const Data& d) {
+  std::vector<uint16_t> c(size_t(d.cs.M) * d.cs.N);
+  CK(cudaMemcpy(c.data(), d.d_c, c.size() * 2, cudaMemcpyDeviceToHost));
+  return c;
+}
+
 static double check(const Data& d) {
   const Case& cs = d.cs;
   std::vector<__half> c(size_t(cs.M) * cs.N);
@@ -444,7 +455,8 @@ int main(int argc, char** argv) {
   auto timed = [&](auto body) { return flushed_graph_us(st, R, flush, body); };
   const double t_flush = timed([] {});
   std::printf("graph us per call (flush %.2f us subtracted)\n", t_flush);
-  std::printf("%-26s %8s %5s %8s %8s %8s %8s\n", "case", "MB", "rule", "err", "kernel", "kernel2", "read");
+  std::printf("%-26s %8s %5s %8s %8s %8s %8s %6s\n", "case", "MB", "rule", "err", "kernel", "kernel2", "read",
+              "differ");
 
   auto run_case = [&](const Case& cs, auto runner) {
     bool want = argc < 2;
@@ -458,6 +470,7 @@ int main(int argc, char** argv) {
     CK(cudaStreamSynchronize(st));
     CK(cudaGetLastError());
     const double err1 = check(d);
+    const std::vector<uint16_t> bits1 = output_bits(d);
     const double t1 = timed([&] { runner.launch(d, st); }) - t_flush;
     const double t_read = timed([&] {
       plain_read_kernel<<<sms * 4, 256, 0, st>>>(reinterpret_cast<const uint4*>(rsrc),
@@ -466,8 +479,13 @@ int main(int argc, char** argv) {
     const double t2 = timed([&] { runner.launch(d, st); }) - t_flush;
     CK(cudaStreamSynchronize(st));
     const double err = std::max(err1, check(d));   // the last of the timed calls too
-    std::printf("%-26s %8.2f %5s %8.3f %8.2f %8.2f %8.2f\n", cs.name, d.weight_bytes / 1e6,
-                rule_agrees<decltype(runner)>(cs, sms) ? "yes" : "NO", err, t1, t2, t_read);
+    // Outputs of the last timed call whose bits differ from the first call's
+    // (the kernels add split-tile parts in a fixed order: expect 0).
+    const std::vector<uint16_t> bits2 = output_bits(d);
+    size_t differ = 0;
+    for (size_t i = 0; i < bits1.size(); ++i) differ += bits1[i] != bits2[i];
+    std::printf("%-26s %8.2f %5s %8.3f %8.2f %8.2f %8.2f %6zu\n", cs.name, d.weight_bytes / 1e6,
+                rule_agrees<decltype(runner)>(cs, sms) ? "yes" : "NO", err, t1, t2, t_read, differ);
     std::fflush(stdout);
 #ifdef TC_TIMELINE
     if (cs.kernel == Kernel::kWgmma) timeline(d, runner, st, flush);
@@ -521,6 +539,11 @@ int main(int argc, char** argv) {
   run_case({"dec_8b_down_m4", 4096, 14336, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
   run_case({"dec_8b_gateup_m8", 14336, 4096, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
   run_case({"70b_gateup_m16", 28672, 8192, 16, T, 0}, Runner<Tiled4<2>, T>{});
+  // Few units per warp: 5128 x 2048, 32-row tiles of 32 K-tiles, ~39 units
+  // per CTA (the regime where v37's batched split-tile reads changed bits).
+  run_case({"dec_few_m8_k2", 5128, 2048, 8, D, 0, 2}, Runner<Dec<2, 2, 8>, D>{});
+  run_case({"dec_few_m8", 5128, 2048, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
+  run_case({"dec16_few_m16", 5128, 2048, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
   // Decode kernel with 16-row slots (two n8 MMAs per dequantized fragment,
   // the 16 activation rows in the ring stages) against the tiled kernel.
   run_case({"dec16_70b_gateup_m16", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
