@@ -240,9 +240,9 @@ __device__ __forceinline__ bool mbarrier_test_wait_parity(uint32_t bar, uint32_t
 }
 
 // ---- nanosleep (PTX ISA, miscellaneous instructions: nanosleep; sm_70+) --------
-// Suspends the thread for about `ns` nanoseconds (the ISA guarantees a sleep in
-// [0, 2 ns], at most 1 ms): a poll loop that sleeps leaves the issue slots to
-// the warps it waits for.
+// Suspends the thread for about `ns` nanoseconds (the ISA bounds the sleep by
+// 0 and 2 * ns, and by 1 ms): a poll loop that sleeps leaves the issue slots
+// to the warps it waits for.
 __device__ __forceinline__ void nanosleep(uint32_t ns) {
   asm volatile("nanosleep.u32 %0;\n" ::"r"(ns));
 }
