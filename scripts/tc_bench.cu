@@ -543,7 +543,7 @@ int main(int argc, char** argv) {
   // per CTA (the regime where v37's batched split-tile reads changed bits).
   run_case({"dec_few_m8_k2", 5128, 2048, 8, D, 0, 2}, Runner<Dec<2, 2, 8>, D>{});
   run_case({"dec_few_m8", 5128, 2048, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
-  run_case({"dec16_few_m16", 5128, 2048, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
+  run_case({"dec16_few_m16", 5128, 2048, 16, D, 0}, Runner<Dec<4, 2, 16>, D>{});   // (KBIT_KERNEL=decode's)
   // Decode kernel with 16-row slots (two n8 MMAs per dequantized fragment,
   // the 16 activation rows in the ring stages) against the tiled kernel.
   run_case({"dec16_70b_gateup_m16", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
