@@ -20,7 +20,7 @@
 //   stores C. A tile that spans CTAs goes through the workspace: each CTA's
 //   first warp of it stores the CTA's sum to a slot of the CTA's own and,
 //   after its main loop, counts the CTA in; the last CTA adds the slots in
-//   CTA order (finish_spanning_tile).
+//   CTA order (finish_spanning).
 // * One CTA of 16 warps per SM shares the lookup table, built once.
 // * Table lookups address shared memory with ONE prmt: the pair index byte is
 //   placed in byte 1 of the address and the lane's replica offset in byte 0
@@ -142,7 +142,7 @@ struct DecodeConfig {
   static constexpr int kPartCols = (KBIT_DECODE_PROBE & 2080) == 2080 ? 1 : kSmemAct ? kActRows : BLOCK_M;
   static constexpr int kSumFloats = BLOCK_N * kPartCols;
   // Tiles split between CTAs: two slots per CTA of kSumFloats 32-bit words
-  // each in the workspace (finish_spanning_tile).
+  // each in the workspace (finish_spanning).
   __host__ __device__ static constexpr size_t workspace_floats(int ctas) {
     return size_t(ctas) * 2 * kSumFloats;
   }
@@ -656,10 +656,10 @@ __device__ __forceinline__ void wait_split_parts(uint32_t bar) {
 // Every CTA holding units of such a tile writes its sum (its warps' parts
 // already added) to a slot of its own and counts itself in on the tile's
 // counter; the CTA whose count comes last adds the slots and writes C. No
-// step waits on a fence: the slot words are 64-bit relaxed stores of the value
-// paired with a nonzero marker (single-copy atomic), each CTA counts in with a
-// relaxed atomic after its main loop, and the last CTA polls each slot word
-// until its marker shows. Until v25 each CTA added its part with fp32 atomics
+// step waits on a fence: the slot words are 32-bit relaxed stores, nonzero
+// (below), each CTA counts in with a relaxed atomic after its main loop, and
+// the last CTA reads the slots until every word it needs is nonzero. Until v25
+// each CTA added its part with fp32 atomics
 // and counted in at once with an acq_rel atomic: its release waited for the
 // warp's earlier memory operations, and the last CTA read the sums back only
 // after its count had returned (docs/results.md v25).
@@ -704,32 +704,36 @@ __device__ __forceinline__ void publish_part(const DecodeParams& p, float (&acc)
 // issued) counts the CTA in; if it comes last of the `ctas` CTAs from cta0
 // on, it adds their slots in CTA order (cta0's role-1 slot, then the role-0
 // slots of cta0 + 1, ...), writes C (unless c is null: the timeline probe)
-// and zeroes the words it read and the counter. Lane l adds words l, l + 32,
-// ... (the slot's rows only), kPer of them per pass (16-row slots of 64-row
-// tiles take two passes), kBatch slots' loads in flight at once (16 words per
-// lane; 32, i.e. both slots of a tile in two CTAs at 8 and 16 rows, changed
-// the kernel's register allocation and made Llama-3-8B M = 4 1 us slower,
-// docs/results.md v36); the first batch goes out with the count, before the
-// warp knows whether it comes last.
+// and zeroes the words it read and the counter. In both forms below the
+// first reads go out with the count, before the warp knows whether it comes
+// last, and a word still zero (its store had not landed) is read again.
+//
+// Slots of up to kSmallSlotWords words (the slot's rows only: up to 4 rows
+// of 64-row tiles, 8 of 32-row tiles) come in with 32-bit relaxed loads into
+// registers: lane l adds words l, l + 32, ..., kBatch slots' loads in
+// flight at once (16 words per lane), so a tile in two CTAs takes one round
+// trip.
+constexpr int kSmallSlotWords = 256;
 template <class Cfg>
-__device__ __forceinline__ void finish_spanning_tile(float* workspace, int* counter, typename Cfg::T* c, int N,
-                                                     TilePos pos, int cta0, int ctas, int lane, float out_scale) {
+__device__ __forceinline__ void finish_spanning_tile_small(float* workspace, int* counter, typename Cfg::T* c, int N,
+                                                           TilePos pos, int cta0, int ctas, int lane,
+                                                           float out_scale) {
   using T = typename Cfg::T;
-  constexpr int kPerAll = Cfg::kSumFloats / kWarpSize;
-  constexpr int kPer = kPerAll < 16 ? kPerAll : 16;   // words per lane and pass
+  constexpr int kWords = Cfg::kSumFloats < kSmallSlotWords ? Cfg::kSumFloats : kSmallSlotWords;
+  constexpr int kPer = kWords / kWarpSize;   // words per lane
   constexpr int kBatch = kPer >= 2 ? 16 / kPer : 8;
-  static_assert(Cfg::kSumFloats % kWarpSize == 0 && kPerAll % kPer == 0, "whole words per lane and pass");
-  const int words = pos.rows * Cfg::BLOCK_N;
+  static_assert(kWords % kWarpSize == 0, "whole words per lane");
+  const int words = pos.rows * Cfg::BLOCK_N;   // (<= kWords: the caller's choice)
   uint32_t v[kBatch][kPer];
   uint32_t* w[kBatch];
-  const auto load_batch = [&](int s0, int x0) {   // x0: the pass's first word
+  const auto load_batch = [&](int s0) {
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
       const int s = s0 + j;
       w[j] = spanning_slot<Cfg>(workspace, s == 0 ? 2 * cta0 + 1 : 2 * (cta0 + s));
 #pragma unroll
       for (int i = 0; i < kPer; ++i) {
-        const int x = x0 + lane + i * kWarpSize;
+        const int x = lane + i * kWarpSize;
         v[j][i] = s < ctas && x < words ? ptx::ld_relaxed_gpu_u32(w[j] + x) : 1u;   // (1: not read)
       }
     }
@@ -737,39 +741,153 @@ __device__ __forceinline__ void finish_spanning_tile(float* workspace, int* coun
   __syncwarp();   // (the warp's slot stores are issued: lane 0 counts them in)
   int old = 0;
   if (lane == 0) old = ptx::atom_add_relaxed_gpu(counter, 1);
-  load_batch(0, 0);
+  load_batch(0);
   if (__shfl_sync(0xffffffffu, old, 0) != ctas - 1) return;   // a later CTA finishes the tile
 
-#pragma unroll 1
-  for (int x0 = 0; x0 < kPerAll * kWarpSize; x0 += kPer * kWarpSize) {
-    float sum[kPer];
+  float sum[kPer];
 #pragma unroll
-    for (int i = 0; i < kPer; ++i) sum[i] = 0.f;
-    for (int s0 = 0; s0 < ctas; s0 += kBatch) {
-      if (s0 > 0 || x0 > 0) load_batch(s0, x0);
+  for (int i = 0; i < kPer; ++i) sum[i] = 0.f;
+  for (int s0 = 0; s0 < ctas; s0 += kBatch) {
+    if (s0 > 0) load_batch(s0);
 #pragma unroll
-      for (int j = 0; j < kBatch; ++j) {
+    for (int j = 0; j < kBatch; ++j) {
 #pragma unroll
-        for (int i = 0; i < kPer; ++i) {
-          const int x = x0 + lane + i * kWarpSize;
-          if (s0 + j < ctas && x < words) {
-            while (v[j][i] == 0u) v[j][i] = ptx::ld_relaxed_gpu_u32(w[j] + x);
-            sum[i] += slot_value(v[j][i]);
-            ptx::st_relaxed_gpu_u32(w[j] + x, 0u);
-          }
+      for (int i = 0; i < kPer; ++i) {
+        const int x = lane + i * kWarpSize;
+        if (s0 + j < ctas && x < words) {
+          while (v[j][i] == 0u) v[j][i] = ptx::ld_relaxed_gpu_u32(w[j] + x);
+          sum[i] += slot_value(v[j][i]);
+          ptx::st_relaxed_gpu_u32(w[j] + x, 0u);
         }
       }
     }
-    if (c != nullptr) {
+  }
+  if (c != nullptr) {
 #pragma unroll
-      for (int i = 0; i < kPer; ++i) {
-        const int x = x0 + lane + i * kWarpSize, m = x / Cfg::BLOCK_N, n = x % Cfg::BLOCK_N;
-        if (x < words && pos.n0 + n < N)
-          c[size_t(pos.row0 + m) * N + pos.n0 + n] = Elem<T>::from_float(sum[i] * out_scale);
-      }
+    for (int i = 0; i < kPer; ++i) {
+      const int x = lane + i * kWarpSize, m = x / Cfg::BLOCK_N, n = x % Cfg::BLOCK_N;
+      if (x < words && pos.n0 + n < N) c[size_t(pos.row0 + m) * N + pos.n0 + n] = Elem<T>::from_float(sum[i] * out_scale);
     }
   }
   if (lane == 0) ptx::st_relaxed_gpu_s32(counter, 0);   // ready for the next launch
+}
+
+// Larger slots (8 rows of 64-row tiles, 16 rows) travel with cp.async into
+// the warp's own ring (kWarpBytes at shared address ring_s, drained by
+// then), so no registers are held for them.
+// A batch holds a range of 16-byte chunks of every slot (one round trip for
+// a tile in two CTAs up to 16 rows at k = 4); where the slots are too many
+// for 32 chunks of each, a batch holds 32 chunks (one per lane) of as many
+// slots as fit, and the lanes carry their sums across batches. A batch with
+// a word still zero is copied again. Until v38 these slots took the loads
+// above too, at most 16 words per lane in flight: at 16 rows a tile in two
+// CTAs took four round trips after the count, ~4-8 us at the end of a
+// Llama-3-70B call (docs/results.md v37). The small slots keep the loads:
+// through the ring they were ~1 us slower at Llama-3-8B M = 4 and 8
+// (tc_bench, v38; no batch was copied twice). (cp.async reads are weak; a
+// nonzero word is still the one value stored to it in this launch, and it
+// is zeroed only after it was seen: the argument the relaxed loads make.
+// Repeated calls give the same bits: test_gpu_kernels.py runs the forced
+// decode kernel on layers whose tiles span 2-3 CTAs.)
+// Not inlined: it runs once per warp, after the main loop, and compiled into
+// the kernel its code moved the loop's register allocation (the 16-warp
+// configurations of k = 3 sit at their 128-register cap: ptxas spilled 4-20
+// bytes in the loop for most forms of this function, v37).
+template <class Cfg>
+__device__ __noinline__ void finish_spanning_tile(float* workspace, int* counter, typename Cfg::T* c, int N,
+                                                  TilePos pos, int cta0, int ctas, int lane, float out_scale,
+                                                  uint32_t ring_s) {
+  using T = typename Cfg::T;
+  constexpr int kRingChunks = Cfg::kWarpBytes / 16;
+  static_assert(kRingChunks >= kWarpSize && Cfg::BLOCK_N % 4 == 0, "one chunk per lane fits the ring");
+  const int chunks = pos.rows * Cfg::BLOCK_N / 4;   // of a slot: its rows only
+  const auto slot = [&](int s) { return spanning_slot<Cfg>(workspace, s == 0 ? 2 * cta0 + 1 : 2 * (cta0 + s)); };
+  // A batch: chunks [q0, q0 + span) of slots [s0, s1); chunk q of slot s is
+  // staged at ring chunk (s - s0) span + q - q0. The copies have landed when
+  // copy() returns (whole warp).
+  const auto copy = [&](int s0, int s1, int q0, int span) {
+    const int q1 = min(q0 + span, chunks);
+    for (int s = s0; s < s1; ++s)
+      for (int q = q0 + lane; q < q1; q += kWarpSize)
+        ptx::cp_async_cg16(ring_s + ((s - s0) * span + q - q0) * 16, slot(s) + 4 * q, 16u);
+    ptx::cp_async_commit();
+    ptx::cp_async_wait<0>();
+    __syncwarp();
+  };
+  const auto landed = [&](int s0, int s1, int q0, int span) {   // every word of the batch is nonzero (whole warp)
+    const int q1 = min(q0 + span, chunks);
+    bool ok = true;
+    for (int s = s0; s < s1; ++s)
+      for (int q = q0 + lane; q < q1; q += kWarpSize) {
+        const uint4 v = ptx::ld_shared_v4_u32(ring_s + ((s - s0) * span + q - q0) * 16);
+        ok = ok && v.x != 0u && v.y != 0u && v.z != 0u && v.w != 0u;
+      }
+    return __all_sync(0xffffffffu, ok);
+  };
+  // sum += slot s's chunk q, staged in the batch (s0, q0, span); its words are
+  // zeroed in the workspace, ready for the next launch.
+  const auto add = [&](float (&sum)[4], int s, int q, int s0, int q0, int span) {
+    const uint4 v = ptx::ld_shared_v4_u32(ring_s + ((s - s0) * span + q - q0) * 16);
+    sum[0] += slot_value(v.x), sum[1] += slot_value(v.y), sum[2] += slot_value(v.z), sum[3] += slot_value(v.w);
+    *reinterpret_cast<uint4*>(slot(s) + 4 * q) = make_uint4(0u, 0u, 0u, 0u);
+  };
+  const auto store = [&](const float (&sum)[4], int q) {   // chunk q: 4 columns of one activation row
+    if (c == nullptr) return;
+    const int m = 4 * q / Cfg::BLOCK_N, n = 4 * q % Cfg::BLOCK_N;
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      if (pos.n0 + n + e < N) c[size_t(pos.row0 + m) * N + pos.n0 + n + e] = Elem<T>::from_float(sum[e] * out_scale);
+  };
+
+  // Every slot in one batch (span: a multiple of 32 chunks), or else 32
+  // chunks of `group` slots per batch.
+  const bool wide = ctas * kWarpSize <= kRingChunks;
+  const int span = wide ? min(kRingChunks / ctas / kWarpSize * kWarpSize, cdiv(chunks, kWarpSize) * kWarpSize)
+                        : kWarpSize;
+  const int group = wide ? ctas : kRingChunks / kWarpSize;
+
+  __syncwarp();   // (the warp's slot stores are issued: lane 0 counts them in)
+  int old = 0;
+  if (lane == 0) old = ptx::atom_add_relaxed_gpu(counter, 1);
+  copy(0, min(group, ctas), 0, span);   // (also before leaving: the copies write this warp's ring)
+  if (__shfl_sync(0xffffffffu, old, 0) != ctas - 1) return;   // a later CTA finishes the tile
+
+#pragma unroll 1
+  for (int q0 = 0; q0 < chunks; q0 += span) {
+    float sum[4] = {0.f, 0.f, 0.f, 0.f};   // (wide: per chunk; else the lane's chunk q0 + lane)
+#pragma unroll 1
+    for (int s0 = 0; s0 < ctas; s0 += group) {
+      const int s1 = min(s0 + group, ctas);
+      if (q0 > 0 || s0 > 0) copy(s0, s1, q0, span);
+      while (!landed(s0, s1, q0, span)) copy(s0, s1, q0, span);
+      if (wide) {
+#pragma unroll 1
+        for (int q = q0 + lane; q < min(q0 + span, chunks); q += kWarpSize) {
+          float one[4] = {0.f, 0.f, 0.f, 0.f};
+          for (int s = 0; s < ctas; ++s) add(one, s, q, 0, q0, span);
+          store(one, q);
+        }
+      } else if (q0 + lane < chunks) {
+        for (int s = s0; s < s1; ++s) add(sum, s, q0 + lane, s0, q0, span);
+      }
+      __syncwarp();   // (the ring is read before the next batch lands in it)
+    }
+    if (!wide && q0 + lane < chunks) store(sum, q0 + lane);
+  }
+  if (lane == 0) ptx::st_relaxed_gpu_s32(counter, 0);   // ready for the next launch
+}
+
+// The form for this tile's slots (above).
+template <class Cfg>
+__device__ __forceinline__ void finish_spanning(float* workspace, int* counter, typename Cfg::T* c, int N, TilePos pos,
+                                                int cta0, int ctas, int lane, float out_scale, uint32_t ring_s) {
+  if constexpr (Cfg::kSumFloats > kSmallSlotWords) {
+    if (pos.rows * Cfg::BLOCK_N > kSmallSlotWords) {
+      finish_spanning_tile<Cfg>(workspace, counter, c, N, pos, cta0, ctas, lane, out_scale, ring_s);
+      return;
+    }
+  }
+  finish_spanning_tile_small<Cfg>(workspace, counter, c, N, pos, cta0, ctas, lane, out_scale);
 }
 
 // ---------------------------------------------------------------------------
@@ -1207,7 +1325,7 @@ kbit_decode_kernel(const DecodeParams p) {
         }
         if (e.z > 0 && !(KBIT_DECODE_PROBE & 4096)) {
           // The tile spans CTAs: the CTA's sum goes to its slot (no wait); the
-          // warp counts in after its loop (finish_spanning_tile). Role 1: the
+          // warp counts in after its loop (finish_spanning). Role 1: the
           // tile began in this CTA.
           const int role = (e.y >> 16) == int(blockIdx.x) ? 1 : 0;
           publish_part<Cfg>(p, acc, g, t, pos.rows, 2 * int(blockIdx.x) + role);
@@ -1237,8 +1355,8 @@ kbit_decode_kernel(const DecodeParams p) {
     const int4 e = ends_s[warp][role];
     const bool began_here = (e.y >> 16) == int(blockIdx.x);
     if (e.z > 0 && (e.y & 255) == warp && began_here == (role == 1) && !(KBIT_DECODE_PROBE & (32 | 4096)))
-      finish_spanning_tile<Cfg>(p.workspace, p.counters + e.x, kTimeline ? nullptr : static_cast<T*>(p.c), p.N,
-                                locate(e.x), e.y >> 16, e.z + 1, lane, out_scale);
+      finish_spanning<Cfg>(p.workspace, p.counters + e.x, kTimeline ? nullptr : static_cast<T*>(p.c), p.N,
+                           locate(e.x), e.y >> 16, e.z + 1, lane, out_scale, ring_s);
   }
   if constexpr (kTimeline) {
     if (lane == 0) {

@@ -70,21 +70,30 @@ constexpr int decode_tile_nt(int bits, int nt, int act_rows) {
   return bits == 5 && !(n == 4 && act_rows == 1) ? 2 : n;
 }
 // Warps per CTA: 12 for the dense 64-row configurations of k = 4 and 5 (see
-// above), else 16.
-// With 16 activation rows per stage (dense M = 9..16) every configuration has
-// 12 warps: 16 would leave 128 registers for the doubled accumulators.
+// above) and for those of k = 3 with 8 activation rows per stage, else 16.
+// (k = 3 with 8 rows since v37: with 16 warps its loop sits at the
+// 128-register cap, where ptxas spilled 4-12 bytes in it after changes to
+// the code past the loop; 12 warps were level, 45.2 vs 45.1 us at Llama-3-70B
+// M = 8 in tc_bench. With 4 rows, 12 warps were 3-4 % slower at M = 1 and 4:
+// results.md v37.)
+// With 16 activation rows per stage (dense M = 9..16), 12 warps for the
+// 64-row tiles (16 would leave 128 registers for the doubled accumulators)
+// and for the 32-row tiles of k = 5, 16 for the 32-row tiles of k = 2..4
+// (the layers of 2^23..2^27 weights: the configuration measured there in
+// v36-v38; 12 warps with 3 stages were not measured on those layers).
 constexpr int decode_warps(int bits, int nt, int act_rows) {
-  return KBIT_DECODE_WARPS > 0       ? KBIT_DECODE_WARPS
-         : act_rows == 16            ? 12
-         : bits >= 4 && nt == 4 && act_rows > 0 ? 12
-                                     : 16;
+  return KBIT_DECODE_WARPS > 0                        ? KBIT_DECODE_WARPS
+         : act_rows == 16                             ? (nt == 2 && bits <= 4 ? 16 : 12)
+         : bits >= 4 && nt == 4 && act_rows > 0       ? 12
+         : bits == 3 && nt == 4 && act_rows == 8      ? 12
+                                                      : 16;
 }
 // Ring depth (see above). 16 activation rows per stage: 2 stages of 64-row
 // tiles (3 do not fit beside the table and the 16-column part buffers), 3 of
-// the 32-row tiles of k = 5.
+// the 32-row tiles of k = 5 (12 warps), 2 of the other 32-row tiles (16 warps).
 constexpr int decode_stages(int bits, int nt, int act_rows) {
   return KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES
-         : act_rows == 16       ? (nt == 4 ? 2 : 3)
+         : act_rows == 16       ? (nt == 4 || bits <= 4 ? 2 : 3)
          : nt == 4              ? (act_rows > 0 ? KBIT_DECODE_ACT_STAGES : bits == 4 ? 2 : 3)
                                 : 4;
 }
@@ -156,16 +165,22 @@ constexpr bool decode_act8_fits(int bits, int nt) {
 }
 // Dense M = 9..16: 16-row slots, the 16 activation rows in the ring stages
 // (kActRows = 16; each dequantized fragment feeds two n8 MMAs). The shape rule
-// takes them on layers of at least 2^27 weights (decode_kernel_pays), every k;
+// takes them on layers of at least 2^23 weights (decode_kernel_pays), every k,
+// in 64-row tiles from 2^27 weights and 32-row tiles of 16 warps below;
 // KBIT_KERNEL=decode / decode64 takes them at any size. Measured against the
 // mma.sync tiled kernel, the rule's choice there before (v36, H100, graph
 // time, docs/results.md v36; harness A/B in one call, two rounds):
 // Llama-3-70B M = 16 k = 4 gate/up 61.5-62.2 vs 72.3-73.6 us, down 66.6-67.8
 // vs 71.7-72.8; k = 2 55.3-56.4 vs 66.3-67.8; k = 3 59.4-60.3 vs 73.1-73.9;
-// k = 5 (32-row tiles) 83.5 vs 109.9. In tc_bench, on Llama-3-8B gate/up
-// 32-row tiles of 16 warps were faster (23.5-24.5 vs 25.6-26.6) but on down
-// slower (27.3-27.5 vs 25.9-26.3), and 64-row tiles slower on both; so the
-// smaller layers keep the other kernels.
+// k = 5 (32-row tiles) 83.5 vs 109.9. Until v38 the smaller layers kept the
+// other kernels: a tile split between CTAs cost 2-4 round trips more at the
+// end of the call at 16 rows. Since those slots travel in one batch
+// (finish_spanning, kbit_decode.cuh), against v37's rule (v38, harness A/B,
+// two rounds, docs/results.md v38): Llama-3-8B gate/up 22.7-22.9 (32-row
+// tiles) vs 25.4-25.6 us (tiled kernel), down 24.6-24.8 vs 24.9-25.0;
+// Qwen3-Coder-Next (wgmma before) gate/up 10.9-11.0 vs 13.0-13.1, down
+// 11.5-11.9 vs 13.0-13.1, q (2^23 weights) 8.3-9.0 vs 11.9-12.1, o 10.4-10.8
+// vs 12.0-12.2. Below 2^23 weights (Qwen3 kv) not measured.
 // KBIT_DECODE_ACT16=0 turns it off (A/B).
 #ifndef KBIT_DECODE_ACT16
 #define KBIT_DECODE_ACT16 1
@@ -173,9 +188,11 @@ constexpr bool decode_act8_fits(int bits, int nt) {
 inline bool decode_dense16(const kbit_api::KbitArgs& a) {
   return KBIT_DECODE_ACT16 && KBIT_DECODE_ACT_ROWS > 0 && a.E == 1 && a.M > 8 && a.M <= 16;
 }
+inline bool decode_dense16_pays(const kbit_api::KbitArgs& a) {
+  return decode_dense16(a) && (long long)a.N * a.K >= (1ll << 23);
+}
 inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
-  return (a.E == 1 && a.M <= 4) || decode_dense_wide(a) || decode_grouped(a) ||
-         (decode_dense16(a) && decode_large_layer(a));
+  return (a.E == 1 && a.M <= 4) || decode_dense_wide(a) || decode_grouped(a) || decode_dense16_pays(a);
 }
 // 16-row tiles per warp of the decode kernel for this shape (DecodeCfg keeps
 // 32-row tiles at k = 5 but with one activation row). Dense M = 1 at k = 4
@@ -274,8 +291,10 @@ using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, wgmma_depth(kBits, kBlockM, kNT,
 // layers of at least 2^25 weights (Llama-3-8B gate/up M = 128: 59 vs 74 us
 // with 64-row tiles, down 55 vs 70); on the Qwen3 layers (< 2^24) 64-row
 // tiles (gate/up 24 vs 29 us, kv 13 vs 18).
+// Since v38 dense M = 9..16 from 2^23 weights goes to the decode kernel
+// instead (decode_dense16_pays; the plan asks the wgmma kernel first).
 inline bool wgmma_kernel_pays(const kbit_api::KbitArgs& a, int mtiles) {
-  return mtiles >= 4 || (mtiles == 2 && (long long)a.N * a.K < (1ll << 25));
+  return mtiles >= 4 || (mtiles == 2 && (long long)a.N * a.K < (1ll << 25) && !decode_dense16_pays(a));
 }
 // (KBIT_KERNEL=wgmma, a.kernel == 4: 128-row tiles wherever an expert has
 // more than 64 rows, so that the tests and the sanitizer reach them on small

@@ -258,6 +258,16 @@ __device__ __forceinline__ uint32_t ld_shared_const_u32(uint32_t addr) {
   return v;
 }
 
+// 16 bytes by shared-window address, ordered with the thread's other memory
+// operations (volatile, memory clobber): for data that cp.async copies land
+// (after cp.async.wait_group and the warp's barrier).
+__device__ __forceinline__ uint4 ld_shared_v4_u32(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr)
+               : "memory");
+  return v;
+}
+
 // A value the compiler cannot see through (a register move it may not fold):
 // keeps address arithmetic of a rare path from being hoisted into the hot loop.
 template <typename P>

@@ -2,7 +2,7 @@
 decode_warps, decode_tile_nt, DecodeCfg), run on the host: for each shape, the
 configuration kbit_decode_dispatch selects (warps, 16-row tiles per warp, ring
 stages, activation rows per stage, shared memory). It checks the choices
-docs/results.md v35 and v36 measured and wrote down, and that every configuration the
+docs/results.md v35, v36 and v37 measured and wrote down, and that every configuration the
 rule can pick fits one H100 SM (227 KB)."""
 import subprocess
 
@@ -51,8 +51,8 @@ EXPECTED = {
     (4, *L70_GATEUP, 1, 4): (12, 4, 3, 4),
     (8, *L70_GATEUP, 1, 4): (12, 4, 3, 8),    # the 8 rows in 64-row stages fit only with 12 warps
     (8, *L70_DOWN, 1, 4): (12, 4, 3, 8),
-    (8, *L70_GATEUP, 1, 2): (16, 4, 3, 8),    # k = 2, 3: 16 warps fit
-    (8, *L70_GATEUP, 1, 3): (16, 4, 3, 8),
+    (8, *L70_GATEUP, 1, 2): (16, 4, 3, 8),    # k = 2: 16 warps fit
+    (8, *L70_GATEUP, 1, 3): (12, 4, 3, 8),    # k = 3: 12 warps since v37 (16 sat at the register cap)
     (1, *L70_GATEUP, 1, 2): (16, 4, 3, 4),    # k = 2, 3 at M = 1 unchanged (one row spills there)
     (1, *L70_GATEUP, 1, 3): (16, 4, 3, 4),
     (1, *L70_GATEUP, 1, 5): (12, 4, 3, 1),    # k = 5: 64-row tiles only with one row and 12 warps
@@ -73,7 +73,12 @@ EXPECTED = {
     (16, *L70_GATEUP, 1, 2): (12, 4, 2, 16),
     (12, *L70_GATEUP, 1, 3): (12, 4, 2, 16),
     (16, *L70_GATEUP, 1, 5): (12, 2, 3, 16),
-    (16, *L8_GATEUP, 1, 4): None,              # smaller layers: the tiled kernels
+    # v37: from 2^23 weights; below 2^27 32-row tiles of 16 warps.
+    (16, *L8_GATEUP, 1, 4): (16, 2, 2, 16),
+    (16, *L8_DOWN, 1, 4): (16, 2, 2, 16),
+    (16, 5120, 2048, 1, 4): (16, 2, 2, 16),   # Qwen3-Coder-Next gate/up
+    (16, *L8_DOWN, 1, 5): (12, 2, 3, 16),
+    (16, 1024, 4096, 1, 4): None,              # under 2^23 weights: the tiled kernels
     (17, *L70_GATEUP, 1, 4): None,
 }
 
@@ -113,3 +118,56 @@ def test_every_choice_fits_one_sm(rule_exe):
         assert warps in (12, 16) and nt in (2, 4) and stages in (2, 3, 4) and act in (0, 1, 4, 8, 16), (shape, c)
         assert smem <= 227 * 1024, (shape, c)
     assert seen > len(shapes) // 2
+
+
+# The plan's order in the sm90 family (launch.cuh, kbit_gemm_plan): the wgmma
+# kernel first where wgmma_kernel_pays, then the decode kernel where it pays
+# and serves, else the tiled kernel. Prints the kernel the rule picks.
+ORDER_PROGRAM = r"""
+#define KBIT_LAUNCH_NO_API
+#include "api.h"
+#include "sm90_wgmma.cuh"
+#include "kbit_gemm.cuh"
+#include "kbit_decode.cuh"
+#include "kbit_wgmma.cuh"
+#include "kbit_gemv.cuh"
+#include "launch.cuh"
+#include <cstdio>
+int main() {
+  int m, n, k, e, bits;
+  while (std::scanf("%d %d %d %d %d", &m, &n, &k, &e, &bits) == 5) {
+    kbit_api::KbitArgs a{};
+    a.M = m; a.N = n; a.K = k; a.E = e; a.bits = bits;
+    a.k_tiles = (k + 63) / 64; a.n_pad = (n + 7) / 8 * 8;
+    const int mtiles = kbit::kbit_pick_mtiles(m, e);
+    std::puts(kbit::wgmma_kernel_pays(a, mtiles)                                          ? "wgmma"
+              : kbit::decode_kernel_pays(a) && kbit::decode_serves(a, mtiles, 132) ? "decode"
+                                                                                   : "tiled");
+  }
+  return 0;
+}
+"""
+
+# v38: dense M = 9..16 from 2^23 weights takes the decode kernel before the
+# wgmma kernel (until then the wgmma kernel took the layers under 2^25 weights
+# first, so v37's rule reached only the larger ones).
+ORDER_EXPECTED = {
+    (16, 5120, 2048, 1, 4): "decode",    # Qwen3-Coder-Next gate/up (2^23.3 weights)
+    (16, 4096, 2048, 1, 2): "decode",    # Qwen3-Coder-Next q (2^23)
+    (16, 5128, 2048, 1, 5): "decode",
+    (9, *L8_GATEUP, 1, 4): "decode",
+    (16, *L70_DOWN, 1, 4): "decode",
+    (16, 512, 2048, 1, 4): "wgmma",      # Qwen3-Coder-Next kv (2^20): not measured with the decode kernel
+    (16, 4096, 2047, 1, 4): "wgmma",     # just under 2^23
+    (17, 5120, 2048, 1, 4): "wgmma",     # more than 16 rows
+    (32, *L70_GATEUP, 1, 4): "wgmma",
+    (8, 5128, 2048, 1, 4): "tiled",      # M = 5..8 under 2^25 weights
+}
+
+
+def test_plan_order_sm90(tmp_path_factory):
+    exe = build_host_program(tmp_path_factory, "plan_order", ORDER_PROGRAM)
+    shapes = list(ORDER_EXPECTED)
+    out = subprocess.run([str(exe)], input="".join(" ".join(map(str, s)) + "\n" for s in shapes),
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert dict(zip(shapes, out)) == ORDER_EXPECTED

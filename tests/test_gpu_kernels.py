@@ -205,6 +205,20 @@ def test_kbit_default_rule_shapes(m, n, k, experts, monkeypatch):
 
 
 @requires_sm80
+@pytest.mark.parametrize("bits,m,n,k", [(b, m, n, k) for b in (2, 3, 4, 5) for m, n, k in
+                                        ((16, 5128, 2048), (10, 4096, 14336), (13, 14336, 4096))])
+def test_kbit_decode_dense16_small_layers(bits, m, n, k, monkeypatch):
+    """Dense M = 9..16 on layers of 2^23..2^27 weights (no kernel forced):
+    since v38 the decode kernel's 16-row slots in 32-row tiles (16 warps; 12
+    at k = 5), before the wgmma kernel, tiles split between up to a few CTAs
+    each, their slots read back through the ring. N = 5128 leaves a partial
+    tile. Every run passes the checker and gives the same bits."""
+    monkeypatch.delenv("KBIT_KERNEL", raising=False)
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype="float16", experts=1, seed=19)
+    _check_same_bits(generate(spec, "cuda"))
+
+
+@requires_sm80
 @pytest.mark.parametrize("bits,m", [(2, 8), (4, 8), (2, 16), (4, 16), (5, 16)])
 def test_kbit_decode_few_units_per_warp_same_bits(bits, m, monkeypatch):
     """The decode kernel (forced) on a 5128 x 2048 layer at M = 8 and 16: 32-row
