@@ -784,7 +784,8 @@ __device__ __forceinline__ void finish_spanning_tile_small(float* workspace, int
 // CTAs took four round trips after the count, ~4-8 us at the end of a
 // Llama-3-70B call (docs/results.md v37). The small slots keep the loads:
 // through the ring they were ~1 us slower at Llama-3-8B M = 4 and 8
-// (tc_bench, v38; no batch was copied twice). (cp.async reads are weak; a
+// (tc_bench, v38; not from retries: 0-2 of 10240 batches were copied
+// twice). (cp.async reads are weak; a
 // nonzero word is still the one value stored to it in this launch, and it
 // is zeroed only after it was seen: the argument the relaxed loads make.
 // Repeated calls give the same bits: test_gpu_kernels.py runs the forced
@@ -794,7 +795,7 @@ __device__ __forceinline__ void finish_spanning_tile_small(float* workspace, int
 // configurations of k = 3 sit at their 128-register cap: ptxas spilled 4-20
 // bytes in the loop for most forms of this function, v37).
 template <class Cfg>
-__device__ __noinline__ void finish_spanning_tile(float* workspace, int* counter, typename Cfg::T* c, int N,
+__device__ __noinline__ void finish_spanning_tile_ring(float* workspace, int* counter, typename Cfg::T* c, int N,
                                                   TilePos pos, int cta0, int ctas, int lane, float out_scale,
                                                   uint32_t ring_s) {
   using T = typename Cfg::T;
@@ -883,7 +884,7 @@ __device__ __forceinline__ void finish_spanning(float* workspace, int* counter, 
                                                 int cta0, int ctas, int lane, float out_scale, uint32_t ring_s) {
   if constexpr (Cfg::kSumFloats > kSmallSlotWords) {
     if (pos.rows * Cfg::BLOCK_N > kSmallSlotWords) {
-      finish_spanning_tile<Cfg>(workspace, counter, c, N, pos, cta0, ctas, lane, out_scale, ring_s);
+      finish_spanning_tile_ring<Cfg>(workspace, counter, c, N, pos, cta0, ctas, lane, out_scale, ring_s);
       return;
     }
   }

@@ -576,7 +576,7 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
   *fits = Cfg::smem_bytes(a.E) <= smem_optin(device);
   if (!*fits) return nullptr;
   const char* err = kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), a, device, plan);
-  // The slots of tiles split between CTAs (finish_spanning_tile) in place of
+  // The slots of tiles split between CTAs (finish_spanning) in place of
   // the tiled kernels' per-tile sums.
   if (plan->workspace_floats < Cfg::workspace_floats(plan->grid))
     plan->workspace_floats = Cfg::workspace_floats(plan->grid);
