@@ -71,11 +71,11 @@ constexpr int decode_tile_nt(int bits, int nt, int act_rows) {
 }
 // Warps per CTA: 12 for the dense 64-row configurations of k = 4 and 5 (see
 // above) and for those of k = 3 with 8 activation rows per stage, else 16.
-// (k = 3 with 8 rows since v37: with 16 warps its loop sits at the
-// 128-register cap, where ptxas spilled 4-12 bytes in it after changes to
-// the code past the loop; 12 warps were level, 45.2 vs 45.1 us at Llama-3-70B
-// M = 8 in tc_bench. With 4 rows, 12 warps were 3-4 % slower at M = 1 and 4:
-// results.md v37.)
+// (k = 3 with 8 rows since v38, measured in v37: with 16 warps its loop
+// sits at the 128-register cap, where ptxas spilled 4-12 bytes in it after
+// changes to the code past the loop; 12 warps were level, 45.2 vs 45.1 us
+// at Llama-3-70B M = 8 in tc_bench. With 4 rows, 12 warps were 3-4 % slower
+// at M = 1 and 4: results.md v37.)
 // With 16 activation rows per stage (dense M = 9..16), 12 warps for the
 // 64-row tiles (16 would leave 128 registers for the doubled accumulators)
 // and for the 32-row tiles of k = 5, 16 for the 32-row tiles of k = 2..4

@@ -2,7 +2,7 @@
 decode_warps, decode_tile_nt, DecodeCfg), run on the host: for each shape, the
 configuration kbit_decode_dispatch selects (warps, 16-row tiles per warp, ring
 stages, activation rows per stage, shared memory). It checks the choices
-docs/results.md v35, v36 and v37 measured and wrote down, and that every configuration the
+docs/results.md v35-v38 measured and wrote down, and that every configuration the
 rule can pick fits one H100 SM (227 KB)."""
 import subprocess
 
@@ -52,7 +52,7 @@ EXPECTED = {
     (8, *L70_GATEUP, 1, 4): (12, 4, 3, 8),    # the 8 rows in 64-row stages fit only with 12 warps
     (8, *L70_DOWN, 1, 4): (12, 4, 3, 8),
     (8, *L70_GATEUP, 1, 2): (16, 4, 3, 8),    # k = 2: 16 warps fit
-    (8, *L70_GATEUP, 1, 3): (12, 4, 3, 8),    # k = 3: 12 warps since v37 (16 sat at the register cap)
+    (8, *L70_GATEUP, 1, 3): (12, 4, 3, 8),    # k = 3: 12 warps since v38 (16 sat at the register cap)
     (1, *L70_GATEUP, 1, 2): (16, 4, 3, 4),    # k = 2, 3 at M = 1 unchanged (one row spills there)
     (1, *L70_GATEUP, 1, 3): (16, 4, 3, 4),
     (1, *L70_GATEUP, 1, 5): (12, 4, 3, 1),    # k = 5: 64-row tiles only with one row and 12 warps
@@ -73,7 +73,7 @@ EXPECTED = {
     (16, *L70_GATEUP, 1, 2): (12, 4, 2, 16),
     (12, *L70_GATEUP, 1, 3): (12, 4, 2, 16),
     (16, *L70_GATEUP, 1, 5): (12, 2, 3, 16),
-    # v37: from 2^23 weights; below 2^27 32-row tiles of 16 warps.
+    # v38: from 2^23 weights; below 2^27 32-row tiles of 16 warps.
     (16, *L8_GATEUP, 1, 4): (16, 2, 2, 16),
     (16, *L8_DOWN, 1, 4): (16, 2, 2, 16),
     (16, 5120, 2048, 1, 4): (16, 2, 2, 16),   # Qwen3-Coder-Next gate/up
@@ -150,7 +150,7 @@ int main() {
 
 # v38: dense M = 9..16 from 2^23 weights takes the decode kernel before the
 # wgmma kernel (until then the wgmma kernel took the layers under 2^25 weights
-# first, so v37's rule reached only the larger ones).
+# first, so the rule of v37's branch reached only the larger ones).
 ORDER_EXPECTED = {
     (16, 5120, 2048, 1, 4): "decode",    # Qwen3-Coder-Next gate/up (2^23.3 weights)
     (16, 4096, 2048, 1, 2): "decode",    # Qwen3-Coder-Next q (2^23)

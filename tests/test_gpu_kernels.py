@@ -224,9 +224,11 @@ def test_kbit_decode_few_units_per_warp_same_bits(bits, m, monkeypatch):
     """The decode kernel (forced) on a 5128 x 2048 layer at M = 8 and 16: 32-row
     tiles of 32 K-tiles over ~39 units per CTA, so each warp holds 2-3 units,
     a tile is split between ~13 warps of a CTA and 2-3 CTAs, and N leaves a
-    partial tile. A version of the split-tile completion that gave different
-    last bits between runs in this regime (v37, not kept) passed every other
-    test. Every run passes the checker and gives the same bits."""
+    partial tile. Since v38 the 16-row slots come back through the warp's
+    ring (finish_spanning_tile_ring), the 8-row slots by register loads.
+    (v37 blamed the ring form for bits that changed between runs here; v38
+    found that those runs had gone to the tiled and wgmma kernels.) Every
+    run passes the checker and gives the same bits."""
     monkeypatch.setenv("KBIT_KERNEL", "decode")
     spec = dict(problem="kbit_gemm", m=m, n=5128, k=2048, bits=bits, dtype="float16", experts=1, seed=19)
     _check_same_bits(generate(spec, "cuda"))
