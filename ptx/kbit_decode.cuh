@@ -712,8 +712,13 @@ __device__ __forceinline__ void publish_part(const DecodeParams& p, float (&acc)
 // of 64-row tiles, 8 of 32-row tiles) come in with 32-bit relaxed loads into
 // registers: lane l adds words l, l + 32, ..., kBatch slots' loads in
 // flight at once (16 words per lane), so a tile in two CTAs takes one round
-// trip.
-constexpr int kSmallSlotWords = 256;
+// trip. (KBIT_DECODE_SMALL_SLOT_WORDS=0 sends every slot through the ring,
+// for A/B runs of the two forms.)
+#ifndef KBIT_DECODE_SMALL_SLOT_WORDS
+#define KBIT_DECODE_SMALL_SLOT_WORDS 256
+#endif
+constexpr int kSmallSlotWords = KBIT_DECODE_SMALL_SLOT_WORDS;
+static_assert(kSmallSlotWords >= 0 && kSmallSlotWords % kWarpSize == 0, "whole slot words per lane");
 template <class Cfg>
 __device__ __forceinline__ void finish_spanning_tile_small(float* workspace, int* counter, typename Cfg::T* c, int N,
                                                            TilePos pos, int cta0, int ctas, int lane,
@@ -882,13 +887,17 @@ __device__ __noinline__ void finish_spanning_tile_ring(float* workspace, int* co
 template <class Cfg>
 __device__ __forceinline__ void finish_spanning(float* workspace, int* counter, typename Cfg::T* c, int N, TilePos pos,
                                                 int cta0, int ctas, int lane, float out_scale, uint32_t ring_s) {
-  if constexpr (Cfg::kSumFloats > kSmallSlotWords) {
-    if (pos.rows * Cfg::BLOCK_N > kSmallSlotWords) {
-      finish_spanning_tile_ring<Cfg>(workspace, counter, c, N, pos, cta0, ctas, lane, out_scale, ring_s);
-      return;
+  if constexpr (kSmallSlotWords == 0) {
+    finish_spanning_tile_ring<Cfg>(workspace, counter, c, N, pos, cta0, ctas, lane, out_scale, ring_s);
+  } else {
+    if constexpr (Cfg::kSumFloats > kSmallSlotWords) {
+      if (pos.rows * Cfg::BLOCK_N > kSmallSlotWords) {
+        finish_spanning_tile_ring<Cfg>(workspace, counter, c, N, pos, cta0, ctas, lane, out_scale, ring_s);
+        return;
+      }
     }
+    finish_spanning_tile_small<Cfg>(workspace, counter, c, N, pos, cta0, ctas, lane, out_scale);
   }
-  finish_spanning_tile_small<Cfg>(workspace, counter, c, N, pos, cta0, ctas, lane, out_scale);
 }
 
 // ---------------------------------------------------------------------------
