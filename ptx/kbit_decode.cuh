@@ -688,6 +688,12 @@ template <class Cfg>
 __device__ __forceinline__ uint32_t* spanning_slot(float* workspace, int slot) {
   return reinterpret_cast<uint32_t*>(workspace) + size_t(slot) * Cfg::kSumFloats;
 }
+// The slot of the s-th CTA of a tile that began in CTA cta0: cta0's role-1
+// slot, then the role-0 slots of cta0 + 1, ... (publish_part's slot indices).
+template <class Cfg>
+__device__ __forceinline__ uint32_t* tile_slot(float* workspace, int cta0, int s) {
+  return spanning_slot<Cfg>(workspace, s == 0 ? 2 * cta0 + 1 : 2 * (cta0 + s));
+}
 
 template <class Cfg>
 __device__ __forceinline__ void publish_part(const DecodeParams& p, float (&acc)[Cfg::kNT][Cfg::kAccRegs], int g, int t,
@@ -735,7 +741,7 @@ __device__ __forceinline__ void finish_spanning_tile_small(float* workspace, int
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
       const int s = s0 + j;
-      w[j] = spanning_slot<Cfg>(workspace, s == 0 ? 2 * cta0 + 1 : 2 * (cta0 + s));
+      w[j] = tile_slot<Cfg>(workspace, cta0, s);
 #pragma unroll
       for (int i = 0; i < kPer; ++i) {
         const int x = lane + i * kWarpSize;
@@ -771,7 +777,8 @@ __device__ __forceinline__ void finish_spanning_tile_small(float* workspace, int
 #pragma unroll
     for (int i = 0; i < kPer; ++i) {
       const int x = lane + i * kWarpSize, m = x / Cfg::BLOCK_N, n = x % Cfg::BLOCK_N;
-      if (x < words && pos.n0 + n < N) c[size_t(pos.row0 + m) * N + pos.n0 + n] = Elem<T>::from_float(sum[i] * out_scale);
+      if (x < words && pos.n0 + n < N)
+        c[size_t(pos.row0 + m) * N + pos.n0 + n] = Elem<T>::from_float(sum[i] * out_scale);
     }
   }
   if (lane == 0) ptx::st_relaxed_gpu_s32(counter, 0);   // ready for the next launch
@@ -790,32 +797,35 @@ __device__ __forceinline__ void finish_spanning_tile_small(float* workspace, int
 // Llama-3-70B call (docs/results.md v37). The small slots keep the loads:
 // through the ring they were ~1 us slower at Llama-3-8B M = 4 and 8
 // (tc_bench, v38; not from retries: 0-2 of 10240 batches were copied
-// twice). (cp.async reads are weak; a
-// nonzero word is still the one value stored to it in this launch, and it
-// is zeroed only after it was seen: the argument the relaxed loads make.
-// Repeated calls give the same bits: test_gpu_kernels.py runs the forced
-// decode kernel on layers whose tiles span 2-3 CTAs.)
+// twice). (cp.async reads are weak; a nonzero word is still the one value
+// stored to it in this launch, and it is zeroed only after it was seen: the
+// argument the relaxed loads make. Repeated calls give the same bits:
+// test_gpu_kernels.py runs the forced decode kernel on layers whose tiles
+// span 2-3 CTAs.)
 // Not inlined: it runs once per warp, after the main loop, and compiled into
 // the kernel its code moved the loop's register allocation (the 16-warp
 // configurations of k = 3 sit at their 128-register cap: ptxas spilled 4-20
 // bytes in the loop for most forms of this function, v37).
 template <class Cfg>
 __device__ __noinline__ void finish_spanning_tile_ring(float* workspace, int* counter, typename Cfg::T* c, int N,
-                                                  TilePos pos, int cta0, int ctas, int lane, float out_scale,
-                                                  uint32_t ring_s) {
+                                                       TilePos pos, int cta0, int ctas, int lane, float out_scale,
+                                                       uint32_t ring_s) {
   using T = typename Cfg::T;
   constexpr int kRingChunks = Cfg::kWarpBytes / 16;
   static_assert(kRingChunks >= kWarpSize && Cfg::BLOCK_N % 4 == 0, "one chunk per lane fits the ring");
   const int chunks = pos.rows * Cfg::BLOCK_N / 4;   // of a slot: its rows only
-  const auto slot = [&](int s) { return spanning_slot<Cfg>(workspace, s == 0 ? 2 * cta0 + 1 : 2 * (cta0 + s)); };
+  const auto slot = [&](int s) { return tile_slot<Cfg>(workspace, cta0, s); };
   // A batch: chunks [q0, q0 + span) of slots [s0, s1); chunk q of slot s is
   // staged at ring chunk (s - s0) span + q - q0. The copies have landed when
   // copy() returns (whole warp).
+  const auto staged = [&](int s, int q, int s0, int q0, int span) {
+    return ring_s + uint32_t(((s - s0) * span + q - q0) * 16);
+  };
   const auto copy = [&](int s0, int s1, int q0, int span) {
     const int q1 = min(q0 + span, chunks);
     for (int s = s0; s < s1; ++s)
       for (int q = q0 + lane; q < q1; q += kWarpSize)
-        ptx::cp_async_cg16(ring_s + ((s - s0) * span + q - q0) * 16, slot(s) + 4 * q, 16u);
+        ptx::cp_async_cg16(staged(s, q, s0, q0, span), slot(s) + 4 * q, 16u);
     ptx::cp_async_commit();
     ptx::cp_async_wait<0>();
     __syncwarp();
@@ -825,7 +835,7 @@ __device__ __noinline__ void finish_spanning_tile_ring(float* workspace, int* co
     bool ok = true;
     for (int s = s0; s < s1; ++s)
       for (int q = q0 + lane; q < q1; q += kWarpSize) {
-        const uint4 v = ptx::ld_shared_v4_u32(ring_s + ((s - s0) * span + q - q0) * 16);
+        const uint4 v = ptx::ld_shared_v4_u32(staged(s, q, s0, q0, span));
         ok = ok && v.x != 0u && v.y != 0u && v.z != 0u && v.w != 0u;
       }
     return __all_sync(0xffffffffu, ok);
@@ -833,7 +843,7 @@ __device__ __noinline__ void finish_spanning_tile_ring(float* workspace, int* co
   // sum += slot s's chunk q, staged in the batch (s0, q0, span); its words are
   // zeroed in the workspace, ready for the next launch.
   const auto add = [&](float (&sum)[4], int s, int q, int s0, int q0, int span) {
-    const uint4 v = ptx::ld_shared_v4_u32(ring_s + ((s - s0) * span + q - q0) * 16);
+    const uint4 v = ptx::ld_shared_v4_u32(staged(s, q, s0, q0, span));
     sum[0] += slot_value(v.x), sum[1] += slot_value(v.y), sum[2] += slot_value(v.z), sum[3] += slot_value(v.w);
     *reinterpret_cast<uint4*>(slot(s) + 4 * q) = make_uint4(0u, 0u, 0u, 0u);
   };

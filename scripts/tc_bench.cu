@@ -20,8 +20,8 @@
 //   plain 16-byte streaming read of the call's weight bytes;
 // * `differ`: outputs of the last timed call whose bits differ from the first
 //   call's (every kernel here adds its split-tile parts in a fixed order: 0).
-//   A split-tile completion tried in v37 changed a few outputs' last bits on
-//   the `few` cases (2-3 units per decode warp, tiles over 2-3 CTAs).
+//   The `few` cases (2-3 units per decode warp, tiles over 2-3 CTAs) check
+//   the decode kernel's split-tile completion there (docs/results.md v38).
 // With KBIT_WGMMA_PROBE (kbit_wgmma.cuh) or KBIT_DECODE_PROBE (kbit_decode.cuh)
 // the probed kernel's results are wrong by design and the check is reported,
 // not enforced. The extension's numbers
@@ -215,9 +215,6 @@ static kbit_api::KbitArgs args_of(const Data& d) {
   return a;
 }
 
-// Largest error of 512 sampled outputs against a float64 host reference,
-// relative to the fp16 rounding the kernels allow: weights enter the MMA as
-// fp16 products (2^-11 of each term's magnitude, twice), the output is fp16.
 // The call's whole output, bit for bit (to compare repeated calls).
 static std::vector<uint16_t> output_bits(const Data& d) {
   std::vector<uint16_t> c(size_t(d.cs.M) * d.cs.N);
@@ -225,6 +222,9 @@ static std::vector<uint16_t> output_bits(const Data& d) {
   return c;
 }
 
+// Largest error of 512 sampled outputs against a float64 host reference,
+// relative to the fp16 rounding the kernels allow: weights enter the MMA as
+// fp16 products (2^-11 of each term's magnitude, twice), the output is fp16.
 static double check(const Data& d) {
   const Case& cs = d.cs;
   std::vector<__half> c(size_t(cs.M) * cs.N);
@@ -540,7 +540,7 @@ int main(int argc, char** argv) {
   run_case({"dec_8b_gateup_m8", 14336, 4096, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
   run_case({"70b_gateup_m16", 28672, 8192, 16, T, 0}, Runner<Tiled4<2>, T>{});
   // Few units per warp: 5128 x 2048, 32-row tiles of 32 K-tiles, ~39 units
-  // per CTA (the regime where v37's batched split-tile reads changed bits).
+  // per CTA: tiles split between ~13 warps and 2-3 CTAs.
   run_case({"dec_few_m8_k2", 5128, 2048, 8, D, 0, 2}, Runner<Dec<2, 2, 8>, D>{});
   run_case({"dec_few_m8", 5128, 2048, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
   run_case({"dec16_few_m16", 5128, 2048, 16, D, 0}, Runner<Dec<4, 2, 16>, D>{});   // (KBIT_KERNEL=decode's)
