@@ -141,6 +141,17 @@ struct DecodeConfig {
   // (Probe 2048, with 32: one column, a smaller footprint for timing deeper rings.)
   static constexpr int kPartCols = (KBIT_DECODE_PROBE & 2080) == 2080 ? 1 : kSmemAct ? kActRows : BLOCK_M;
   static constexpr int kSumFloats = BLOCK_N * kPartCols;
+  // Who adds those parts: the warps whose units end in the tile, each a share
+  // (sum_split_tile), or the tile's first warp alone. By measurement (v39,
+  // harness A/B against fc479e5, H100): the helpers for k = 2 and 3 with
+  // 64-row tiles of 16 warps and 4 activation rows (Llama-3-70B gate/up M = 1:
+  // k = 3 42.2-42.6 us against 46.1-46.5, k = 2 level or 1 us faster) and for
+  // k = 5 with 12 warps (M = 1: 58.3 against 60.3-60.6; M = 16: 0.5-0.8 us
+  // faster). In the other configurations they were slower (tc_bench: up to
+  // 2-3 us at Llama-3-8B M = 16) or level. Most of each difference came from
+  // ptxas's code for the main loop, not from the sums (docs/results.md v39).
+  static constexpr bool kSumByHelpers = kSmemAct && ((kBits <= 3 && kWarps == 16 && kNT == 4 && kActRows == 4) ||
+                                                     (kBits == 5 && kWarps == 12));
   // Tiles split between CTAs: two slots per CTA of kSumFloats 32-bit words
   // each in the workspace (finish_spanning).
   __host__ __device__ static constexpr size_t workspace_floats(int ctas) {
@@ -481,7 +492,9 @@ __device__ __forceinline__ void load_act(uint32_t (&b)[2][4], const char* row_pt
 #define KBIT_DECODE_MIN_UNITS 2
 #endif
 constexpr int kDecodeMinUnits = KBIT_DECODE_MIN_UNITS;
-// Parts summed per batch by a split tile's first warp (0: by tile size, in the kernel).
+
+// Parts summed per batch by a split tile's first warp where it adds them alone
+// (0: by tile size, in the kernel).
 #ifndef KBIT_DECODE_SUM_BATCH
 #define KBIT_DECODE_SUM_BATCH 0
 #endif
@@ -596,11 +609,13 @@ struct DecodeSplit {
 // split computed, prologue copies issued, activation loads issued, split-tile
 // bookkeeping done). Word 15: a marker with the CTA count (bits 16..31) and the
 // CTA (bits 0..15): a reader keeps the rows where they belong, not stale rows
-// of an earlier call in reused memory. Four more rows per CTA
+// of an earlier call in reused memory. Five more rows per CTA
 // (at C + 128 * ((1 + i) gridDim.x + blockIdx.x) bytes) hold per-warp marks:
 // each warp's end, and for the last tile it finished, its accumulators
 // landing, its wait for the CTA's other parts done, its sum stored or
-// published (warp_marks in the kernel).
+// published (warp_marks in the kernel); and where the warp's CTA came last
+// on a tile split between CTAs, when its count returned (the ring form of
+// the completion: and its first batch of slots had landed).
 __device__ __forceinline__ unsigned long long global_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
@@ -629,9 +644,10 @@ struct DecodeTimeline {
   }
 };
 
-// The first warp of a tile split between warps of a CTA waits for the others'
-// parts. It may reach the wait while they still stream their last units, so
-// it waits without taking their issue slots: try_wait suspends the warp where
+// The first warp of a tile split between warps of a CTA (with kSumByHelpers:
+// every warp that helps add the parts) waits for the others' parts. It may
+// reach the wait while they still stream their last units, so it waits
+// without taking their issue slots: try_wait suspends the warp where
 // the family has it (sm_90 and later), elsewhere the warp sleeps between
 // polls. (A bare test_wait loop is KBIT_DECODE_SPLIT_SPIN=1, for A/B runs.)
 #ifndef KBIT_DECODE_SPLIT_SPIN
@@ -695,6 +711,22 @@ __device__ __forceinline__ uint32_t* tile_slot(float* workspace, int cta0, int s
   return spanning_slot<Cfg>(workspace, s == 0 ? 2 * cta0 + 1 : 2 * (cta0 + s));
 }
 
+// Probe 256: the SM clock at which a warp learned that its CTA came last on
+// a tile split between CTAs (its count returned; in the ring form also its
+// first batch of slots landed), by warp; -1 where it finished none. Static
+// shared memory of the probe build only.
+#if KBIT_DECODE_PROBE & 256
+__shared__ long long decode_tl_last[16];
+#define KBIT_DECODE_TL_LAST(lane)                                        \
+  do {                                                                   \
+    if ((lane) == 0) decode_tl_last[threadIdx.x / kWarpSize] = clock64(); \
+  } while (0)
+#else
+#define KBIT_DECODE_TL_LAST(lane) \
+  do {                            \
+  } while (0)
+#endif
+
 template <class Cfg>
 __device__ __forceinline__ void publish_part(const DecodeParams& p, float (&acc)[Cfg::kNT][Cfg::kAccRegs], int g, int t,
                                              int rows, int slot) {
@@ -704,6 +736,66 @@ __device__ __forceinline__ void publish_part(const DecodeParams& p, float (&acc)
   for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
     if (m < rows) ptx::st_relaxed_gpu_u32(w + m * Cfg::BLOCK_N + n, slot_word(x));
   });
+}
+
+// Tiles split between warps of a CTA, in the configurations with
+// kSumByHelpers (DecodeConfig). Each warp of such a tile stores its part in
+// shared memory and arrives on the tile's mbarrier when it finishes its units
+// of the tile: the later warps in their part buffers, the first warp in its
+// own ring (the tile holds its last unit, so the ring is idle). The helpers
+// (the warps whose units end in the tile: the first warp, every later warp
+// but the last, and the last too where its units end there) then wait for
+// all parts (the caller), and each adds 32-word chunks of the tile (round
+// robin) and stores them to C or to the CTA's slot. Each word adds the first
+// warp's part, then the later warps' (`later`) in warp order: the order, and
+// so the bits, of the first warp adding all parts alone (the other
+// configurations). The first warp then waits for the other helpers at a
+// named barrier: their slot stores are issued before it counts the CTA in
+// (finish_spanning), and they have read its ring before that reuses it.
+// Named barrier 1 + first / 2: a warp helps at most one tile (its last), and
+// the first warps of two tiles with more than one helper are 2 or more apart.
+template <class Cfg>
+__device__ __forceinline__ void sum_split_tile(float* workspace, typename Cfg::T* c, int N, TilePos pos, int first,
+                                               uint32_t later, uint32_t helpers, bool spans, int slot, uint8_t* smem,
+                                               int lane, int warp, float out_scale) {
+  using T = typename Cfg::T;
+  static_assert(Cfg::kSumFloats * 4 <= Cfg::kStages * Cfg::kStageBytes, "a part fits the ring's stages");
+  static_assert(Cfg::kSumFloats % kWarpSize == 0, "whole 32-word chunks");
+  constexpr int kChunks = Cfg::kSumFloats / kWarpSize, kGroup = 4;   // kGroup chunks' loads in flight
+  const float* own = reinterpret_cast<const float*>(smem + Cfg::kRingOffset + size_t(first) * Cfg::kWarpBytes);
+  const float* parts = reinterpret_cast<const float*>(smem + Cfg::kSumOffset);
+  uint32_t* w = spanning_slot<Cfg>(workspace, slot);
+  const int helpers_n = __popc(helpers), rank = __popc(helpers & ((1u << warp) - 1u));
+#pragma unroll 1
+  for (int ch0 = rank; ch0 < kChunks; ch0 += kGroup * helpers_n) {
+    float sum[kGroup];
+    int idx[kGroup];   // the lane's word of each chunk (a chunk past the end reads chunk `rank`, stores nothing)
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) {
+      const int ch = ch0 + j * helpers_n;
+      idx[j] = (ch < kChunks ? ch : rank) * kWarpSize + lane;
+      sum[j] = own[idx[j]];
+    }
+#pragma unroll 1
+    for (uint32_t m = later; m; m &= m - 1) {
+      const float* theirs = parts + (__ffs(m) - 1) * Cfg::kSumFloats;
+#pragma unroll
+      for (int j = 0; j < kGroup; ++j) sum[j] += theirs[idx[j]];
+    }
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j) {
+      const int n = idx[j] / Cfg::kPartCols, m = idx[j] % Cfg::kPartCols;   // weight row, activation row
+      if (ch0 + j * helpers_n < kChunks && m < pos.rows) {
+        if (spans) ptx::st_relaxed_gpu_u32(w + m * Cfg::BLOCK_N + n, slot_word(sum[j]));
+        else if (c != nullptr && pos.n0 + n < N)
+          c[size_t(pos.row0 + m) * N + pos.n0 + n] = Elem<T>::from_float(sum[j] * out_scale);
+      }
+    }
+  }
+  if (helpers_n > 1) {
+    if (warp == first) ptx::bar_sync(1 + first / 2, kWarpSize * helpers_n);
+    else ptx::bar_arrive(1 + first / 2, kWarpSize * helpers_n);
+  }
 }
 
 // The warp that published its CTA's part of the tile (its slot stores are
@@ -754,6 +846,7 @@ __device__ __forceinline__ void finish_spanning_tile_small(float* workspace, int
   if (lane == 0) old = ptx::atom_add_relaxed_gpu(counter, 1);
   load_batch(0);
   if (__shfl_sync(0xffffffffu, old, 0) != ctas - 1) return;   // a later CTA finishes the tile
+  KBIT_DECODE_TL_LAST(lane);   // (the first batch is in flight, not landed: the loads below wait)
 
   float sum[kPer];
 #pragma unroll
@@ -867,6 +960,7 @@ __device__ __noinline__ void finish_spanning_tile_ring(float* workspace, int* co
   if (lane == 0) old = ptx::atom_add_relaxed_gpu(counter, 1);
   copy(0, min(group, ctas), 0, span);   // (also before leaving: the copies write this warp's ring)
   if (__shfl_sync(0xffffffffu, old, 0) != ctas - 1) return;   // a later CTA finishes the tile
+  KBIT_DECODE_TL_LAST(lane);
 
 #pragma unroll 1
   for (int q0 = 0; q0 < chunks; q0 += span) {
@@ -941,12 +1035,17 @@ kbit_decode_kernel(const DecodeParams p) {
   // kTimeline: each warp's SM clocks (from the CTA's start) to its end [0] and,
   // for the last tile it finished, to its accumulators landing [1], its wait
   // for the CTA's other parts done [2], its sum stored or published [3].
-  __shared__ int warp_marks[4][kTimeline ? Cfg::kWarps : 1];
+  // [4]: when it learned that its CTA finishes a tile split between CTAs
+  // (decode_tl_last).
+  __shared__ int warp_marks[5][kTimeline ? Cfg::kWarps : 1];
   int tl_fin[3] = {-1, -1, -1};
   if constexpr (kTimeline) {
     tl.c0 = clock64();
     tl.g0 = global_ns();
     if (tid == 0) loop_end[0] = 0x7fffffff, loop_end[1] = 0;
+#if KBIT_DECODE_PROBE & 256
+    if (lane == 0) decode_tl_last[warp] = -1;
+#endif
   }
   if constexpr ((KBIT_DECODE_PROBE & 64) != 0) return;
 
@@ -1143,7 +1242,8 @@ kbit_decode_kernel(const DecodeParams p) {
     const uint32_t others1 = busy & ((2u << last1) - (2u << first1));
     if (first1 == warp && others1) {
       const uint32_t bar = bars + 8 * split.bar(tile1, first1);
-      if (lane == 0) ptx::mbarrier_init(bar, kWarpSize * __popc(others1));
+      // (kSumByHelpers: the first warp arrives too.)
+      if (lane == 0) ptx::mbarrier_init(bar, kWarpSize * (__popc(others1) + (Cfg::kSumByHelpers ? 1 : 0)));
     }
   } else if (lane < 2) {
     ends_s[warp][lane] = make_int4(-1, 0, 0, 0);
@@ -1289,67 +1389,106 @@ kbit_decode_kernel(const DecodeParams p) {
     bool store = true;   // this warp holds the tile's sum: it writes C
     // A tile between the warp's first and last is all the warp's.
     if (e.x == pos.tile && !(KBIT_DECODE_PROBE & 32)) {
-      const int first = e.y & 255;
-      const uint32_t bar = bars + 8 * ((e.y >> 8) & 255);
-      if (warp != first) {
-        // A later warp of the tile: its part goes to its own buffer (no
-        // atomics), then every lane counts in (mbarrier arrive: release of the
-        // lane's own stores at CTA scope, no wait for in-flight copies).
-        float* mine = parts + warp * Cfg::kSumFloats;
-        for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
-          if (m < pos.rows) mine[n * Cfg::kPartCols + m] = x;
-        });
-        ptx::mbarrier_arrive(bar);
-        store = false;
-      } else {
-        // The tile's first warp in this CTA: its part ends its range, while
-        // the later warps' parts start theirs (or are all of them), so it
-        // rarely waits. It adds their parts to its own.
-        uint32_t others = uint32_t(e.w);
-        if (others) {
-          wait_split_parts(bar);
-          if constexpr (kTimeline) tl_fin[1] = int(clock64() - tl.c0);
-          // kBatch parts' loads in flight at once (one part at a time
-          // exposed a shared-memory round trip per part: ~10 % of the warp
-          // samples at Qwen3 q, M = 1, whose tiles span all 16 warps), added
-          // in warp order as before; a missing part adds zero. One part at a
-          // time where k = 3 has 64-row tiles (no registers to spare: 2 parts
-          // spilled), and in the 32-row register-activation configuration,
-          // which the host takes only when forced (KBIT_KERNEL=decode at
-          // M = 5..8 and k = 5, or with KBIT_DECODE_ACT8=0): with 4 parts
-          // there, racecheck reported write-write hazards between the
-          // split-tile mbarrier init and ring copies (docs/results.md v18),
-          // most likely the init-address artifact that v28 found and removed
-          // (see the init); 4 parts were not tried again here.
-          constexpr int kBatch = KBIT_DECODE_SUM_BATCH > 0 ? KBIT_DECODE_SUM_BATCH
-                                 : Cfg::kNT == 2 ? (Cfg::kSmemAct ? 4 : 1)
-                                 : Cfg::kBits == 3 || Cfg::kMH == 2 ? 1 : 2;
-          do {
-            float v[kBatch][Cfg::kNT][Cfg::kAccRegs];
-#pragma unroll
-            for (int j = 0; j < kBatch; ++j) {
-              const bool has = others != 0;
-              const float* theirs = parts + (has ? __ffs(others) - 1 : 0) * Cfg::kSumFloats;
-              others &= others - 1;
-              for_each_acc<Cfg>(v[j], g, t, [&](float& x, int n, int m) {
-                x = has && m < pos.rows ? theirs[n * Cfg::kPartCols + m] : 0.f;
-              });
-            }
-#pragma unroll
-            for (int j = 0; j < kBatch; ++j)
-#pragma unroll
-              for (int nt = 0; nt < Cfg::kNT; ++nt)
-#pragma unroll
-                for (int q = 0; q < Cfg::kAccRegs; ++q) acc[nt][q] += v[j][nt][q];
-          } while (others);
-        }
-        if (e.z > 0 && !(KBIT_DECODE_PROBE & 4096)) {
-          // The tile spans CTAs: the CTA's sum goes to its slot (no wait); the
-          // warp counts in after its loop (finish_spanning). Role 1: the
-          // tile began in this CTA.
-          const int role = (e.y >> 16) == int(blockIdx.x) ? 1 : 0;
-          publish_part<Cfg>(p, acc, g, t, pos.rows, 2 * int(blockIdx.x) + role);
+      if constexpr (Cfg::kSumByHelpers) {
+        const int first = e.y & 255;
+        const uint32_t later = uint32_t(e.w);   // this CTA's later warps holding units of the tile
+        // The tile spans CTAs: the CTA's sum goes to its slot (no wait), and
+        // the first warp counts the CTA in after its loop (finish_spanning).
+        // Role 1: the tile began in this CTA.
+        const bool spans = e.z > 0 && !(KBIT_DECODE_PROBE & 4096);
+        const int slot = 2 * int(blockIdx.x) + ((e.y >> 16) == int(blockIdx.x) ? 1 : 0);
+        if (later == 0) {
+          if (spans) publish_part<Cfg>(p, acc, g, t, pos.rows, slot);
+          store = !spans;
+        } else {
+          // The tile is split between warps of this CTA: the part goes to
+          // shared memory (the first warp's to its ring), and every lane
+          // arrives on the tile's mbarrier (release of its own stores at CTA
+          // scope, no wait for in-flight copies). The warps whose units end
+          // in this tile wait for all parts and add them (sum_split_tile).
+          // (The first warp's part lands on its last stages: every lane is
+          // past its reads of them once the MMAs have its accumulators, but
+          // racecheck does not see that ordering; the barrier states it.)
+          if (warp == first) __syncwarp();
+          float* mine = warp == first ? reinterpret_cast<float*>(ring) : parts + warp * Cfg::kSumFloats;
+          for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+            if (m < pos.rows) mine[n * Cfg::kPartCols + m] = x;
+          });
+          ptx::mbarrier_arrive(bars + 8 * ((e.y >> 8) & 255));
           store = false;
+          if (left == 1) {   // the warp's units end in this tile: it helps add the parts
+            const int last = 31 - __clz(later);
+            uint32_t helpers = (later & ~(1u << last)) | (1u << first);
+            if (ends_s[last][1].x == pos.tile) helpers |= 1u << last;
+            wait_split_parts(bars + 8 * ((e.y >> 8) & 255));
+            if constexpr (kTimeline) tl_fin[1] = int(clock64() - tl.c0);
+            sum_split_tile<Cfg>(p.workspace, kTimeline ? nullptr : static_cast<T*>(p.c), p.N, pos, first, later,
+                                helpers, spans, slot, decode_smem, lane, warp, out_scale);
+          }
+        }
+      } else {
+        const int first = e.y & 255;
+        const uint32_t bar = bars + 8 * ((e.y >> 8) & 255);
+        if (warp != first) {
+          // A later warp of the tile: its part goes to its own buffer (no
+          // atomics), then every lane counts in (mbarrier arrive: release of the
+          // lane's own stores at CTA scope, no wait for in-flight copies).
+          float* mine = parts + warp * Cfg::kSumFloats;
+          for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+            if (m < pos.rows) mine[n * Cfg::kPartCols + m] = x;
+          });
+          ptx::mbarrier_arrive(bar);
+          store = false;
+        } else {
+          // The tile's first warp in this CTA: its part ends its range, while
+          // the later warps' parts start theirs (or are all of them), so it
+          // rarely waits. It adds their parts to its own.
+          uint32_t others = uint32_t(e.w);
+          if (others) {
+            wait_split_parts(bar);
+            if constexpr (kTimeline) tl_fin[1] = int(clock64() - tl.c0);
+            // kBatch parts' loads in flight at once (one part at a time
+            // exposed a shared-memory round trip per part: ~10 % of the warp
+            // samples at Qwen3 q, M = 1, whose tiles span all 16 warps), added
+            // in warp order as before; a missing part adds zero. One part at a
+            // time where k = 3 has 64-row tiles (no registers to spare: 2 parts
+            // spilled), and in the 32-row register-activation configuration,
+            // which the host takes only when forced (KBIT_KERNEL=decode at
+            // M = 5..8 and k = 5, or with KBIT_DECODE_ACT8=0): with 4 parts
+            // there, racecheck reported write-write hazards between the
+            // split-tile mbarrier init and ring copies (docs/results.md v18),
+            // most likely the init-address artifact that v28 found and removed
+            // (see the init); 4 parts were not tried again here.
+            constexpr int kBatch = KBIT_DECODE_SUM_BATCH > 0 ? KBIT_DECODE_SUM_BATCH
+                                   : Cfg::kNT == 2 ? (Cfg::kSmemAct ? 4 : 1)
+                                   : Cfg::kBits == 3 || Cfg::kMH == 2 ? 1 : 2;
+            do {
+              float v[kBatch][Cfg::kNT][Cfg::kAccRegs];
+  #pragma unroll
+              for (int j = 0; j < kBatch; ++j) {
+                const bool has = others != 0;
+                const float* theirs = parts + (has ? __ffs(others) - 1 : 0) * Cfg::kSumFloats;
+                others &= others - 1;
+                for_each_acc<Cfg>(v[j], g, t, [&](float& x, int n, int m) {
+                  x = has && m < pos.rows ? theirs[n * Cfg::kPartCols + m] : 0.f;
+                });
+              }
+  #pragma unroll
+              for (int j = 0; j < kBatch; ++j)
+  #pragma unroll
+                for (int nt = 0; nt < Cfg::kNT; ++nt)
+  #pragma unroll
+                  for (int q = 0; q < Cfg::kAccRegs; ++q) acc[nt][q] += v[j][nt][q];
+            } while (others);
+          }
+          if (e.z > 0 && !(KBIT_DECODE_PROBE & 4096)) {
+            // The tile spans CTAs: the CTA's sum goes to its slot (no wait); the
+            // warp counts in after its loop (finish_spanning). Role 1: the
+            // tile began in this CTA.
+            const int role = (e.y >> 16) == int(blockIdx.x) ? 1 : 0;
+            publish_part<Cfg>(p, acc, g, t, pos.rows, 2 * int(blockIdx.x) + role);
+            store = false;
+          }
         }
       }
     }
@@ -1383,6 +1522,9 @@ kbit_decode_kernel(const DecodeParams p) {
       const int c = int(clock64() - tl.c0);
       warp_marks[0][warp] = active ? c : -1;
       for (int i = 0; i < 3; ++i) warp_marks[1 + i][warp] = active ? tl_fin[i] : -1;
+#if KBIT_DECODE_PROBE & 256
+      warp_marks[4][warp] = decode_tl_last[warp] >= 0 ? int(decode_tl_last[warp] - tl.c0) : -1;
+#endif
       if (active) {
         atomicMin(&loop_end[0], c);
         atomicMax(&loop_end[1], c);
@@ -1393,7 +1535,7 @@ kbit_decode_kernel(const DecodeParams p) {
     // Rows (1 + i) gridDim.x + blockIdx.x: warp_marks[i] (32-bit SM clocks
     // from the CTA's start, by warp, 16 entries; -1: no units or no warp),
     // then in word 15 a marker (0x71AF + i) as in the CTA's row.
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 5; ++i) {
       const size_t row = size_t(1 + i) * gridDim.x + blockIdx.x;
       if ((row + 1) * DecodeTimeline::kWords * 8 > size_t(p.M) * p.N * sizeof(T)) break;
       unsigned long long* w = static_cast<unsigned long long*>(p.c) + DecodeTimeline::kWords * row;

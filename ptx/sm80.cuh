@@ -220,6 +220,12 @@ __device__ __forceinline__ float shfl_idx_lo5(float v, uint32_t src) {
 __device__ __forceinline__ void bar_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
+// Arrival without waiting (bar.arrive needs the thread count): the arriving
+// threads' earlier memory accesses are performed for the threads that wait
+// at bar.sync on the same barrier.
+__device__ __forceinline__ void bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
 
 // ---- mbarrier (PTX ISA 9.7.13.15; sm_80 forms) ---------------------------------
 // Used as a counter of warps that added their part of a split tile into a

@@ -28,6 +28,8 @@ does not; and where the kernel's end goes: for each CTA the last of its warps to
   acc    have its last tile's accumulators (its main loop's work done),
   wait   be through its wait for the CTA's other parts of that tile,
   part   have stored or published that tile's sum,
+  last   (CTAs that finish a tile split between CTAs) have its count back: the
+         CTA comes last (ring form: and the first batch of slots landed),
   end    end (tiles split between CTAs completed),
 as CTA means (µs from the CTA's start) and as the kernel's span if the CTAs ended
 there (first CTA start -> the latest such point): span(acc) against span(end) is
@@ -51,8 +53,10 @@ from run import Timer, generate, load_tasks  # noqa: E402
 MARK = 0x71AE
 # Rows of per-warp marks (32-bit SM clocks from the CTA's start; -1: no units),
 # the CTA in word 15: each warp's end, then for its last finished tile the
-# accumulators landing, the wait for the CTA's other parts done, its sum stored.
-WARP_MARKS = {0x71AF: "end", 0x71B0: "acc", 0x71B1: "wait", 0x71B2: "part"}
+# accumulators landing, the wait for the CTA's other parts done, its sum stored;
+# then, where its CTA came last on a tile split between CTAs, its count returned
+# (ring form: and the first batch of slots landed).
+WARP_MARKS = {0x71AF: "end", 0x71B0: "acc", 0x71B1: "wait", 0x71B2: "part", 0x71B3: "last"}
 
 
 def timeline(c: torch.Tensor):
@@ -109,7 +113,7 @@ def main():
         torch.cuda.synchronize()
         per = []
         by_warp = []
-        ends = {k: [] for k in ("acc", "wait", "part", "end")}   # per call: (CTA mean, span)
+        ends = {k: [] for k in ("acc", "wait", "part", "last", "end")}   # per call: (CTA mean, span)
         for _ in range(7):
             timer.flush()
             if other is not None:
@@ -147,6 +151,8 @@ def main():
             print(f"  loop end by warp (us):  " + " ".join(f"{m:5.2f}" for m in means) + f"   in-CTA spread {spread:.2f}")
             print(f"  mean rank by warp:      " + " ".join(f"{statistics.fmean(r):5.1f}" if r else "  nan" for r in ranks),
                   flush=True)
+            if not ends["last"]:   # (no CTA finished a tile split between CTAs, or C too small for the row)
+                del ends["last"]
             if all(ends.values()):
                 med = {k: (statistics.median(a for a, _ in v), statistics.median(b for _, b in v)) for k, v in ends.items()}
                 print("  last warp of a CTA to   " + "  ".join(f"{k} {m[0]:6.2f}" for k, m in med.items()) + "   (CTA mean)")

@@ -45,7 +45,10 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          dict(m=1, n=2056, k=8192, bits=5, dtype="float16"),
          # the decode kernel's 16-row slots (decode, decode64; dense M = 9..16): tiles split
          # between warps and CTAs, K % 64 == 32 (the M = 12 and 16 cases above take them too)
-         dict(m=13, n=1000, k=8224, bits=4, dtype="float16")]
+         dict(m=13, n=1000, k=8224, bits=4, dtype="float16"),
+         # k = 5 with 16-row slots (decode: 32-row tiles of 12 warps, whose split tiles
+         # the helper warps add: DecodeConfig::kSumByHelpers)
+         dict(m=14, n=1000, k=4128, bits=5, dtype="bfloat16")]
 bad = 0
 KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma gemv").split() if k != "none"]
 for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhere

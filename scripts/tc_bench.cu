@@ -574,6 +574,18 @@ int main(int argc, char** argv) {
   run_case({"8b_down_m16", 4096, 14336, 16, T, 0}, Runner<Tiled4<2>, T>{});
   run_case({"dec16_qwen3_gateup_m16", 5120, 2048, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
   run_case({"dec16_qwen3_down_m16", 2048, 5120, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
+  run_case({"dec16_qwen3_q_m16", 4096, 2048, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
+  run_case({"dec16_qwen3_o_m16", 2048, 4096, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
+  // 32-row tiles with 16-row slots: 12 warps with 2 or 3 stages against the
+  // rule's 16 warps with 2 (3 do not fit at 16 warps).
+  run_case({"dec16_8b_gateup_m16_w12s3", 14336, 4096, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
+  run_case({"dec16_8b_gateup_m16_w12s2", 14336, 4096, 16, D, 0}, Runner<DecV<4, 12, 2, 2, 16>, D>{});
+  run_case({"dec16_8b_down_m16_w12s3", 4096, 14336, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
+  run_case({"dec16_8b_down_m16_w12s2", 4096, 14336, 16, D, 0}, Runner<DecV<4, 12, 2, 2, 16>, D>{});
+  run_case({"dec16_qwen3_gateup_m16_w12s3", 5120, 2048, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
+  run_case({"dec16_qwen3_down_m16_w12s3", 2048, 5120, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
+  run_case({"dec16_qwen3_q_m16_w12s3", 4096, 2048, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
+  run_case({"dec16_qwen3_o_m16_w12s3", 2048, 4096, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
   run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
   run_case({"70b_gateup_m64", 28672, 8192, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
   run_case({"70b_down_m32", 8192, 28672, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
