@@ -1464,7 +1464,7 @@ kbit_decode_kernel(const DecodeParams p) {
                                    : Cfg::kBits == 3 || Cfg::kMH == 2 ? 1 : 2;
             do {
               float v[kBatch][Cfg::kNT][Cfg::kAccRegs];
-  #pragma unroll
+#pragma unroll
               for (int j = 0; j < kBatch; ++j) {
                 const bool has = others != 0;
                 const float* theirs = parts + (has ? __ffs(others) - 1 : 0) * Cfg::kSumFloats;
@@ -1473,11 +1473,11 @@ kbit_decode_kernel(const DecodeParams p) {
                   x = has && m < pos.rows ? theirs[n * Cfg::kPartCols + m] : 0.f;
                 });
               }
-  #pragma unroll
+#pragma unroll
               for (int j = 0; j < kBatch; ++j)
-  #pragma unroll
+#pragma unroll
                 for (int nt = 0; nt < Cfg::kNT; ++nt)
-  #pragma unroll
+#pragma unroll
                   for (int q = 0; q < Cfg::kAccRegs; ++q) acc[nt][q] += v[j][nt][q];
             } while (others);
           }
