@@ -25,8 +25,8 @@
 // * Table lookups address shared memory with ONE prmt: the pair index byte is
 //   placed in byte 1 of the address and the lane's replica offset in byte 0
 //   (table rows of 256 bytes, replica = lane: no bank conflicts). For k = 2 the
-//   table holds quads (two pairs: one address, two 32-bit loads), halving the
-//   address arithmetic.
+//   table holds quads (the pairs of rows g and g + 8: one address, one 64-bit
+//   load into two adjacent MMA operand registers), halving the lookups.
 // * Scale bytes are decoded once per warp and stage (E4M4 bits shifted into an
 //   fp32 exponent/mantissa, times 2^116), not once per quad thread.
 // * The activations of a dense layer travel in the ring stages (M <= 4, and
@@ -103,11 +103,14 @@ struct DecodeConfig {
 
   // Lookup table: one row of kEntryBytes per index value, replicated per lane.
   //   k = 3, 4: pair index (2k bits), 32 replicas of 4 bytes (128 of 256 bytes used)
-  //   k = 2:    quad index (8 bits = two pair indices): 32 replicas of the first
-  //             pair's value in bytes 0..127, of the second's in 128..255 (two
-  //             conflict-free 32-bit loads that land in any registers; one
-  //             64-bit load needs an aligned register pair, and the MMA operand
-  //             wants the two halves apart: ptxas then added ~70 moves per unit)
+  //   k = 2:    quad index (8 bits: the pair index of row g in bits 0..3, of
+  //             row g + 8 in bits 4..7), 32 replicas of 8 bytes (the two
+  //             values side by side). One 64-bit load fills the MMA operand
+  //             registers a0, a1 (or a2, a3), which are an aligned register
+  //             pair. (Until v40 a quad held two pairs of one row, whose
+  //             registers a0, a2 are not adjacent: two 32-bit loads, at
+  //             addr and addr + 128; one 64-bit load there had cost ~70 moves
+  //             per unit, v10.)
   //   k = 5:    pair index (10 bits), 16 replicas of 4 bytes (lanes l, l + 16 share)
   static constexpr bool kQuad = kBits == 2;
   static constexpr int kEntries = kQuad ? 256 : 1 << (2 * kBits);
@@ -220,7 +223,7 @@ __device__ __forceinline__ uint32_t pair_value(int idx, const float* cb_s, float
 template <class Cfg>
 __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s, float inv_max, int tid) {
   constexpr int kChunks = Cfg::kEntryUsed / 16;   // 16-byte stores per table row
-  constexpr int kKeyChunks = Cfg::kQuad ? kChunks / 2 : kChunks;   // of one value
+  constexpr int kKeyChunks = kChunks;   // of one value (a row)
   constexpr int kTotal = Cfg::kEntries * kChunks;
   // The builders: the largest power of two of threads (every thread at 8 or
   // 16 warps; the first 256 at 12). Each builder writes kPer chunks per
@@ -237,21 +240,21 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
 #pragma unroll
   for (int round = 0; round < kRounds; ++round) {
     const int vt = tid + round * kBuilders;
-    uint32_t x[kValues];
+    uint2 x[kValues];   // the value's two words (quads), or one word twice
 #pragma unroll
     for (int j = 0; j < kValues; ++j) {
-      const int key = vt * kPer / kKeyChunks + j, e = Cfg::kQuad ? key >> 1 : key;
-      // Quads: pair e & 15 in the row's first half, pair e >> 4 in its second.
-      const int pair = Cfg::kQuad ? (key & 1 ? e >> 4 : e & 15) : e;
-      x[j] = pair_value<Cfg>(pair, cb_s, inv_max);
+      const int e = vt * kPer / kKeyChunks + j;
+      // Quads: pair e & 15 (row g) in the replica's first word, e >> 4 (row g + 8) in its second.
+      x[j].x = pair_value<Cfg>(Cfg::kQuad ? e & 15 : e, cb_s, inv_max);
+      x[j].y = Cfg::kQuad ? pair_value<Cfg>(e >> 4, cb_s, inv_max) : x[j].x;
     }
     const int rot = (vt * kPer) >> 3;
 #pragma unroll
     for (int s = 0; s < kPer; ++s) {
       const int q = (s + rot) & (kPer - 1);   // the thread's chunk written by store s
       const int f = vt * kPer + q, e = f / kChunks, c = f - e * kChunks;
-      const uint32_t v = kValues == 1 ? x[0] : (q >= kKeyChunks ? x[kValues - 1] : x[0]);
-      *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = make_uint4(v, v, v, v);
+      const uint2 v = kValues == 1 ? x[0] : (q >= kKeyChunks ? x[kValues - 1] : x[0]);
+      *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = make_uint4(v.x, v.y, v.x, v.y);
     }
   }
 }
@@ -271,22 +274,23 @@ template <class Cfg>
 __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint32_t (&pa)[Cfg::kBits],
                                               const uint32_t (&pb)[Cfg::kBits], const uint32_t (&rot)[5],
                                               uint32_t lut, uint32_t lane_word) {
+  if constexpr (Cfg::kBits == 2) {
+    // The four planes of rows g and g + 8 merged as k = 4's two: byte i of q
+    // holds pair i of row g in bits 0..3 and of row g + 8 in bits 4..7 (the
+    // rotations rot[2], rot[3] put rows g + 8's planes at 8i + 4, 8i + 6).
+    const uint32_t planes[4] = {pa[0], pa[1], pb[0], pb[1]};
+    const uint32_t q = pair_word<4, 0>(planes, rot).lo;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint2 v = ptx::ld_shared_const_v2_u32(lut + ptx::prmt(q, lane_word, lut_sel(i)));
+      frag[i >> 1][(i & 1) * 2] = v.x;
+      frag[i >> 1][(i & 1) * 2 + 1] = v.y;
+    }
+    return;
+  }
   const auto xa = pair_word<Cfg::kBits, 0>(pa, rot);
   const auto xb = pair_word<Cfg::kBits, 0>(pb, rot);
-  if constexpr (Cfg::kBits == 2) {
-    // Byte 2j of q: pair 2j in bits 0..3, pair 2j + 1 in bits 4..7 (a quad).
-    const uint32_t qa = ptx::lop3<0xE4>(xa.lo, xa.lo >> 4, 0x0F0F0F0Fu);
-    const uint32_t qb = ptx::lop3<0xE4>(xb.lo, xb.lo >> 4, 0x0F0F0F0Fu);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t ea = lut + ptx::prmt(qa, lane_word, lut_sel(2 * h));
-      const uint32_t eb = lut + ptx::prmt(qb, lane_word, lut_sel(2 * h));
-      frag[h][0] = ptx::ld_shared_const_u32(ea);
-      frag[h][2] = ptx::ld_shared_const_u32(ea + 128);
-      frag[h][1] = ptx::ld_shared_const_u32(eb);
-      frag[h][3] = ptx::ld_shared_const_u32(eb + 128);
-    }
-  } else if constexpr (Cfg::kBits == 5) {
+  if constexpr (Cfg::kBits == 5) {
     // 10-bit index: byte i of lo (planes 0..3) and of hi (plane 4); the upper
     // address bytes copy the sign of a hi byte (<= 3), i.e. zero.
 #pragma unroll
@@ -1291,7 +1295,8 @@ kbit_decode_kernel(const DecodeParams p) {
   uint32_t rot[5];   // plane b's pair bits 2t + 8i -> 8i + 2b (plane 4: -> 8i of its own word)
 #pragma unroll
   for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * t - 2 * (b & 3)) & 31u;
-  const uint32_t lane_word = Cfg::kBits == 5 ? uint32_t(lane & 15) * 4 : uint32_t(lane) * 4;
+  // The lane's replica offset: 4-byte replicas (8-byte ones at k = 2, 16 at k = 5).
+  const uint32_t lane_word = Cfg::kBits == 5 ? uint32_t(lane & 15) * 4 : uint32_t(lane) * (Cfg::kQuad ? 8 : 4);
   const float out_scale = cb_max;
   const uint32_t lut_s = ptx::smem_u32(lut);
 

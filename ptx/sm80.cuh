@@ -264,6 +264,14 @@ __device__ __forceinline__ uint32_t ld_shared_const_u32(uint32_t addr) {
   return v;
 }
 
+// Two words (an 8-byte-aligned address) into a register pair: the k = 2
+// decode table keeps a lookup's two fragment registers side by side.
+__device__ __forceinline__ uint2 ld_shared_const_v2_u32(uint32_t addr) {
+  uint2 v;
+  asm("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr));
+  return v;
+}
+
 // 16 bytes by shared-window address, ordered with the thread's other memory
 // operations (volatile, memory clobber): for data that cp.async copies land
 // (after cp.async.wait_group and the warp's barrier).

@@ -46,6 +46,8 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          # the decode kernel's 16-row slots (decode, decode64; dense M = 9..16): tiles split
          # between warps and CTAs, K % 64 == 32 (the M = 12 and 16 cases above take them too)
          dict(m=13, n=1000, k=8224, bits=4, dtype="float16"),
+         # k = 2's row-pair table (64-bit lookups) with 16-row slots
+         dict(m=10, n=1000, k=4128, bits=2, dtype="float16"),
          # k = 5 with 16-row slots (decode: 32-row tiles of 12 warps, whose split tiles
          # the helper warps add: DecodeConfig::kSumByHelpers)
          dict(m=14, n=1000, k=4128, bits=5, dtype="bfloat16")]
