@@ -102,7 +102,13 @@ struct DecodeConfig {
   static constexpr int BLOCK_N = 16 * kNT;   // weight rows of a (warp) tile
 
   // Lookup table: one row of kEntryBytes per index value, replicated per lane.
-  //   k = 3, 4: pair index (2k bits), 32 replicas of 4 bytes (128 of 256 bytes used)
+  //   k = 3, 4: pair index (2k bits), 32 replicas of 4 bytes (128 of 256 bytes used).
+  //             k = 3 leaves two stale bits above each index byte's 6. Its
+  //             table then repeats its 64 rows four times (kRepeatRows: no
+  //             mask, 2 instructions fewer per block and thread; Llama-3-70B
+  //             gate/up M = 1 and 8 1-2 us faster), except with 16-row slots
+  //             (M = 16 2 us slower, through ptxas's code for the loop:
+  //             docs/results.md v40), which keep 64 rows and the mask.
   //   k = 2:    quad index (8 bits: the pair index of row g in bits 0..3, of
   //             row g + 8 in bits 4..7), 32 replicas of 8 bytes (the two
   //             values side by side). One 64-bit load fills the MMA operand
@@ -113,7 +119,8 @@ struct DecodeConfig {
   //             per unit, v10.)
   //   k = 5:    pair index (10 bits), 16 replicas of 4 bytes (lanes l, l + 16 share)
   static constexpr bool kQuad = kBits == 2;
-  static constexpr int kEntries = kQuad ? 256 : 1 << (2 * kBits);
+  static constexpr bool kRepeatRows = kBits == 3 && kMH == 1;
+  static constexpr int kEntries = kQuad || kRepeatRows ? 256 : 1 << (2 * kBits);
   static constexpr int kEntryBytes = kBits == 5 ? 64 : 256;
   static constexpr int kEntryUsed = kQuad ? 256 : kBits == 5 ? 64 : 128;
   static constexpr int kLutBytes = kEntries * kEntryBytes;
@@ -245,6 +252,7 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
     for (int j = 0; j < kValues; ++j) {
       const int e = vt * kPer / kKeyChunks + j;
       // Quads: pair e & 15 (row g) in the replica's first word, e >> 4 (row g + 8) in its second.
+      // (kRepeatRows: rows repeat every 64, pair_value reads the index's low 6 bits.)
       x[j].x = pair_value<Cfg>(Cfg::kQuad ? e & 15 : e, cb_s, inv_max);
       x[j].y = Cfg::kQuad ? pair_value<Cfg>(e >> 4, cb_s, inv_max) : x[j].x;
     }
@@ -301,10 +309,11 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint
       frag[i >> 1][(i & 1) * 2 + 1] = ptx::ld_shared_const_u32(lut + (ib << 6) + lane_word);
     }
   } else {
-    // k = 3 leaves stale bits above the 6 index bits of each byte.
-    constexpr uint32_t kClean = Cfg::kBits == 4 ? 0xFFFFFFFFu : 0x3F3F3F3Fu;
-    const uint32_t wa = Cfg::kBits == 4 ? xa.lo : xa.lo & kClean;
-    const uint32_t wb = Cfg::kBits == 4 ? xb.lo : xb.lo & kClean;
+    // k = 3 leaves stale bits above the 6 index bits of each byte: they
+    // select a copy of the table's rows (kRepeatRows), or are masked off.
+    constexpr uint32_t kClean = Cfg::kBits == 4 || Cfg::kRepeatRows ? 0xFFFFFFFFu : 0x3F3F3F3Fu;
+    const uint32_t wa = kClean == 0xFFFFFFFFu ? xa.lo : xa.lo & kClean;
+    const uint32_t wb = kClean == 0xFFFFFFFFu ? xb.lo : xb.lo & kClean;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       frag[i >> 1][(i & 1) * 2] = lookup_byte(lut, wa, lane_word, lut_sel(i));
