@@ -108,7 +108,9 @@ struct DecodeConfig {
   //             mask, 2 instructions fewer per block and thread; Llama-3-70B
   //             gate/up M = 1 and 8 1-2 us faster), except with 16-row slots
   //             (M = 16 2 us slower, through ptxas's code for the loop:
-  //             docs/results.md v40), which keep 64 rows and the mask.
+  //             docs/results.md v40), which keep 64 rows and the mask, and
+  //             in the sm80 family, whose A100 fits its 64-row-table
+  //             configurations only without the 48 KB more.
   //   k = 2:    quad index (8 bits: the pair index of row g in bits 0..3, of
   //             row g + 8 in bits 4..7), 32 replicas of 8 bytes (the two
   //             values side by side). One 64-bit load fills the MMA operand
@@ -119,7 +121,7 @@ struct DecodeConfig {
   //             per unit, v10.)
   //   k = 5:    pair index (10 bits), 16 replicas of 4 bytes (lanes l, l + 16 share)
   static constexpr bool kQuad = kBits == 2;
-  static constexpr bool kRepeatRows = kBits == 3 && kMH == 1;
+  static constexpr bool kRepeatRows = kBits == 3 && kMH == 1 && KBIT_SMEM_PER_SM_KB >= 228;
   static constexpr int kEntries = kQuad || kRepeatRows ? 256 : 1 << (2 * kBits);
   static constexpr int kEntryBytes = kBits == 5 ? 64 : 256;
   static constexpr int kEntryUsed = kQuad ? 256 : kBits == 5 ? 64 : 128;

@@ -227,13 +227,17 @@ inline bool decode_dense_narrow(const kbit_api::KbitArgs& a, int ctas) {
 // -2.5 to -4 %, Llama-3-70B k = 5 -2 %) and the 12-warp 64-row tiles of
 // k = 4 (v35, tc_bench: Llama-3-70B gate/up 46.2-47.2 vs 46.8-47.8 us). Not
 // the smaller Qwen3 layers (level on gate/up and o, 10 % slower on q), nor
-// 16-warp 64-row tiles (Llama-3-70B k = 4 2 % slower in v25; k = 2 and 3
-// 5 % and 1 % faster in v35, but those builds spill 20 and 40 bytes on
-// sm_90a). KBIT_DECODE_ACT1=0 turns it off (A/B).
+// 16-warp 64-row tiles at k = 3 (1 % faster in v35, but the build spills 16
+// to 40 bytes on sm_90a). At k = 2 the 16-warp 64-row tiles take it since v40,
+// whose shorter lookups left them without a spill (124 registers): tc_bench
+// Llama-3-70B gate/up 33.6-33.8 vs 35.3-35.8 us (docs/results.md v40).
+// KBIT_DECODE_ACT1=0 turns it off (A/B).
 #ifndef KBIT_DECODE_ACT1
 #define KBIT_DECODE_ACT1 1
 #endif
-constexpr bool decode_act1_pays(int bits, int nt) { return KBIT_DECODE_ACT1 && (nt == 2 || (bits >= 4 && nt == 4)); }
+constexpr bool decode_act1_pays(int bits, int nt) {
+  return KBIT_DECODE_ACT1 && (nt == 2 || (bits != 3 && nt == 4));
+}
 inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas, int nt) {
   const int tile_nt = KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : nt;   // (k = 5: 64-row tiles only with one row)
   if (decode_dense16(a)) return 16;   // (decode_serves: dense M = 9..16 where the split fits 32 bits)

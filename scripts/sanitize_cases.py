@@ -40,9 +40,10 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          # dense M = 1 with a last strip of 8 columns and K % 64 == 32 (the CUDA-core kernel)
          dict(m=1, n=1000, k=2080, bits=2, dtype="bfloat16"), dict(m=1, n=520, k=4128, bits=3, dtype="float16"),
          # the decode kernel's 12-warp configurations (decode64): eight activation rows per
-         # stage at M = 7 (k = 4, K % 64 == 32), one at M = 1 on 2^24 weights (k = 4 and 5)
+         # stage at M = 7 (k = 4, K % 64 == 32), one at M = 1 on 2^24 weights (k = 4 and 5;
+         # k = 2 on decode64: 16 warps with one row since v40)
          dict(m=7, n=1000, k=2080, bits=4, dtype="float16"), dict(m=1, n=2056, k=8192, bits=4, dtype="bfloat16"),
-         dict(m=1, n=2056, k=8192, bits=5, dtype="float16"),
+         dict(m=1, n=2056, k=8192, bits=5, dtype="float16"), dict(m=1, n=2056, k=8192, bits=2, dtype="float16"),
          # the decode kernel's 16-row slots (decode, decode64; dense M = 9..16): tiles split
          # between warps and CTAs, K % 64 == 32 (the M = 12 and 16 cases above take them too)
          dict(m=13, n=1000, k=8224, bits=4, dtype="float16"),

@@ -53,8 +53,8 @@ EXPECTED = {
     (8, *L70_DOWN, 1, 4): (12, 4, 3, 8),
     (8, *L70_GATEUP, 1, 2): (16, 4, 3, 8),    # k = 2: 16 warps fit
     (8, *L70_GATEUP, 1, 3): (12, 4, 3, 8),    # k = 3: 12 warps since v38 (16 sat at the register cap)
-    (1, *L70_GATEUP, 1, 2): (16, 4, 3, 4),    # k = 2, 3 at M = 1 unchanged (one row spills there)
-    (1, *L70_GATEUP, 1, 3): (16, 4, 3, 4),
+    (1, *L70_GATEUP, 1, 2): (16, 4, 3, 1),    # k = 2 at M = 1: one row since v40 (no spill there now)
+    (1, *L70_GATEUP, 1, 3): (16, 4, 3, 4),    # k = 3: 4 rows (one row spills)
     (1, *L70_GATEUP, 1, 5): (12, 4, 3, 1),    # k = 5: 64-row tiles only with one row and 12 warps
     (4, *L70_GATEUP, 1, 5): (16, 2, 4, 4),
     (1, *L8_GATEUP, 1, 4): (12, 4, 3, 1),     # M = 1, k = 4 from 2^25 weights
