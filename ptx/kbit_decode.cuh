@@ -218,9 +218,10 @@ __device__ __forceinline__ uint32_t pair_value(int idx, const float* cb_s, float
 }
 
 // Thread i writes the 16-byte chunks [i * kPer, (i + 1) * kPer) of the table
-// (row-major: entry, chunk), computing each value once: a value fills
-// kKeyChunks consecutive chunks (a row, or for quads half a row), and a
-// thread's chunks are whole values or part of one (static_assert). The table
+// (row-major: entry, chunk), computing each value once: a value fills its
+// row's kChunks chunks (at k = 2 each chunk holds two replicas of the quad's
+// two words), and a thread's chunks are whole rows or part of one
+// (static_assert). The table
 // is on the critical path of every call (the main loop starts when it is
 // complete), so the stores avoid bank conflicts: chunk f of the table lies in
 // bank group f % 8 for every k (rows of 256 bytes, or of 64 bytes holding 4
@@ -232,7 +233,6 @@ __device__ __forceinline__ uint32_t pair_value(int idx, const float* cb_s, float
 template <class Cfg>
 __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s, float inv_max, int tid) {
   constexpr int kChunks = Cfg::kEntryUsed / 16;   // 16-byte stores per table row
-  constexpr int kKeyChunks = kChunks;   // of one value (a row)
   constexpr int kTotal = Cfg::kEntries * kChunks;
   // The builders: the largest power of two of threads (every thread at 8 or
   // 16 warps; the first 256 at 12). Each builder writes kPer chunks per
@@ -242,8 +242,8 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
   constexpr int kRounds = kTotal / (kPer * kBuilders);
   static_assert(kTotal % (kPer * kBuilders) == 0, "every builder writes the same number of chunks");
   static_assert((kPer & (kPer - 1)) == 0 && kPer <= 8, "a power of two, at most one chunk per bank group");
-  static_assert(kPer % kKeyChunks == 0 || kKeyChunks % kPer == 0, "a thread's chunks: whole values or part of one");
-  constexpr int kValues = kPer > kKeyChunks ? kPer / kKeyChunks : 1;
+  static_assert(kPer % kChunks == 0 || kChunks % kPer == 0, "a thread's chunks: whole values or part of one");
+  constexpr int kValues = kPer > kChunks ? kPer / kChunks : 1;
   static_assert(kValues <= 2, "at most two values per thread");
   if (kBuilders < Cfg::kThreads && tid >= kBuilders) return;
 #pragma unroll
@@ -252,7 +252,7 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
     uint2 x[kValues];   // the value's two words (quads), or one word twice
 #pragma unroll
     for (int j = 0; j < kValues; ++j) {
-      const int e = vt * kPer / kKeyChunks + j;
+      const int e = vt * kPer / kChunks + j;
       // Quads: pair e & 15 (row g) in the replica's first word, e >> 4 (row g + 8) in its second.
       // (kRepeatRows: rows repeat every 64, pair_value reads the index's low 6 bits.)
       x[j].x = pair_value<Cfg>(Cfg::kQuad ? e & 15 : e, cb_s, inv_max);
@@ -263,7 +263,7 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
     for (int s = 0; s < kPer; ++s) {
       const int q = (s + rot) & (kPer - 1);   // the thread's chunk written by store s
       const int f = vt * kPer + q, e = f / kChunks, c = f - e * kChunks;
-      const uint2 v = kValues == 1 ? x[0] : (q >= kKeyChunks ? x[kValues - 1] : x[0]);
+      const uint2 v = kValues == 1 ? x[0] : (q >= kChunks ? x[kValues - 1] : x[0]);
       *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = make_uint4(v.x, v.y, v.x, v.y);
     }
   }
