@@ -77,6 +77,12 @@ constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024
 //      fragment feeds two n8 MMAs, the rows 8..15 read by two more ldmatrix.
 //      With 12 warps, 2 stages of 64-row tiles (4.2 KB at k = 4) fit beside
 //      the table and the 16-column part buffers; 3 stages of 32-row tiles.
+// Lane-permuted table replicas (DecodeConfig::kLanePerm); 0: every replica
+// holds the canonical index order (the A/B baseline, v40).
+#ifndef KBIT_DECODE_LANE_PERM
+#define KBIT_DECODE_LANE_PERM 1
+#endif
+
 template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_, int kActRows_ = 0>
 struct DecodeConfig {
   static constexpr int kBits = kBits_;
@@ -122,6 +128,25 @@ struct DecodeConfig {
   //   k = 5:    pair index (10 bits), 16 replicas of 4 bytes (lanes l, l + 16 share)
   static constexpr bool kQuad = kBits == 2;
   static constexpr bool kRepeatRows = kBits == 3 && kMH == 1 && KBIT_SMEM_PER_SM_KB >= 228;
+  // Lane-permuted index bits (KBIT_DECODE_LANE_PERM): the index word of lane
+  // quarter t = lane % 4 keeps plane 0's pair bits where they lie (8i + 2t)
+  // and puts plane b at 8i + 2((b + t) % 4), so plane 0 needs no rotation: one
+  // SHF fewer per row and block (per pair of rows at k = 2). The replicas of
+  // lane quarter t then hold row e's value at the canonical index
+  // rotr8(e, 2t) (index_word, build_decode_lut), and the field masks become
+  // three per-lane registers instead of immediates. Every index byte's bits
+  // are in use, so k = 3 needs the 256-row table (kRepeatRows).
+  // Where, by measurement (H100, docs/results.md v41; tc_bench and harness
+  // A/B): k = 3 with activation rows in the stages (Llama-3-70B gate/up M = 1
+  // 40.0-40.4 against 40.9-41.1 us, M = 4 and down M = 1 ~1 us faster) but not
+  // on 64-row tiles with 8 rows (ptxas's loop: 127 -> 159 registers, M = 8 4 us
+  // slower), and k = 2 with 16-row slots (M = 16 51.6-51.8 against 52.5-53.1).
+  // Elsewhere it was level or mixed: k = 4 gained ~0.4 us on Llama-3-8B M = 1
+  // and lost ~0.3 on Qwen3 gate/up M = 4 (the table build computes 4 values
+  // per row instead of 1), k = 5 within +-0.4, k = 2 with one row 0.5 slower.
+  static constexpr bool kLanePerm =
+      KBIT_DECODE_LANE_PERM && ((kBits == 3 && kRepeatRows && kSmemAct && !(kNT == 4 && kActRows == 8)) ||
+                                (kQuad && kMH == 2));
   static constexpr int kEntries = kQuad || kRepeatRows ? 256 : 1 << (2 * kBits);
   static constexpr int kEntryBytes = kBits == 5 ? 64 : 256;
   static constexpr int kEntryUsed = kQuad ? 256 : kBits == 5 ? 64 : 128;
@@ -217,11 +242,51 @@ __device__ __forceinline__ uint32_t pair_value(int idx, const float* cb_s, float
   return Elem<typename Cfg::T>::pack(cb_s[i0] * inv_max, cb_s[i1] * inv_max);
 }
 
+// The canonical pair (or quad) index of table row e in the replicas of lane
+// quarter t: with kLanePerm, field b (bits 2b, 2b + 1) of the canonical index
+// lies at field (b + t) % 4 of e's low byte (index_word), i.e. the canonical
+// index is e's low byte rotated right by 2t; k = 5's bits 8, 9 stay.
+template <class Cfg>
+__device__ __forceinline__ int canonical_index(int e, int t) {
+  if constexpr (!Cfg::kLanePerm) return e;
+  const int lo = e & 255;
+  return (((lo >> (2 * t)) | (lo << (8 - 2 * t))) & 255) | (e & ~255);
+}
+
+// One 16-byte chunk of table row e: four 4-byte replicas (lanes 4c .. 4c + 3
+// of chunk c, lane quarters 0..3), or at k = 2 two 8-byte ones (lanes 2c,
+// 2c + 1: quarters 0, 1 in even chunks, 2, 3 in odd ones; `odd`). Without
+// kLanePerm every replica holds the same value.
+template <class Cfg>
+__device__ __forceinline__ uint4 table_chunk(int e, bool odd, const float* cb_s, float inv_max) {
+  if constexpr (Cfg::kQuad) {
+    // Quads: pair (index & 15) of row g in the replica's first word, pair
+    // (index >> 4) of row g + 8 in its second.
+    uint32_t w[4];
+#pragma unroll
+    for (int j = 0; j < (Cfg::kLanePerm ? 2 : 1); ++j) {
+      const int c = canonical_index<Cfg>(e, (odd ? 2 : 0) + j);
+      w[2 * j] = pair_value<Cfg>(c & 15, cb_s, inv_max);
+      w[2 * j + 1] = pair_value<Cfg>(c >> 4, cb_s, inv_max);
+    }
+    return Cfg::kLanePerm ? make_uint4(w[0], w[1], w[2], w[3]) : make_uint4(w[0], w[1], w[0], w[1]);
+  } else if constexpr (Cfg::kLanePerm) {
+    return make_uint4(pair_value<Cfg>(canonical_index<Cfg>(e, 0), cb_s, inv_max),
+                      pair_value<Cfg>(canonical_index<Cfg>(e, 1), cb_s, inv_max),
+                      pair_value<Cfg>(canonical_index<Cfg>(e, 2), cb_s, inv_max),
+                      pair_value<Cfg>(canonical_index<Cfg>(e, 3), cb_s, inv_max));
+  } else {
+    // (kRepeatRows: rows repeat every 64, pair_value reads the index's low 6 bits.)
+    const uint32_t v = pair_value<Cfg>(e, cb_s, inv_max);
+    return make_uint4(v, v, v, v);
+  }
+}
+
 // Thread i writes the 16-byte chunks [i * kPer, (i + 1) * kPer) of the table
-// (row-major: entry, chunk), computing each value once: a value fills its
-// row's kChunks chunks (at k = 2 each chunk holds two replicas of the quad's
-// two words), and a thread's chunks are whole rows or part of one
-// (static_assert). The table
+// (row-major: entry, chunk), computing each chunk's content once: a thread's
+// chunks are whole rows or part of one (static_assert), and the chunks of a
+// row are all alike (at k = 2 with kLanePerm: alike in even and in odd
+// chunks). The table
 // is on the critical path of every call (the main loop starts when it is
 // complete), so the stores avoid bank conflicts: chunk f of the table lies in
 // bank group f % 8 for every k (rows of 256 bytes, or of 64 bytes holding 4
@@ -242,29 +307,26 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
   constexpr int kRounds = kTotal / (kPer * kBuilders);
   static_assert(kTotal % (kPer * kBuilders) == 0, "every builder writes the same number of chunks");
   static_assert((kPer & (kPer - 1)) == 0 && kPer <= 8, "a power of two, at most one chunk per bank group");
-  static_assert(kPer % kChunks == 0 || kChunks % kPer == 0, "a thread's chunks: whole values or part of one");
-  constexpr int kValues = kPer > kChunks ? kPer / kChunks : 1;
-  static_assert(kValues <= 2, "at most two values per thread");
+  static_assert(kPer % kChunks == 0 || kChunks % kPer == 0, "a thread's chunks: whole rows or part of one");
+  constexpr int kRows = kPer > kChunks ? kPer / kChunks : 1;   // table rows of a thread's round
+  constexpr int kForms = Cfg::kQuad && Cfg::kLanePerm ? 2 : 1;   // distinct chunks per row
+  static_assert(kRows * kForms <= 2 && (kForms == 1 || kChunks % 2 == 0), "at most two contents per thread and round");
   if (kBuilders < Cfg::kThreads && tid >= kBuilders) return;
 #pragma unroll
   for (int round = 0; round < kRounds; ++round) {
     const int vt = tid + round * kBuilders;
-    uint2 x[kValues];   // the value's two words (quads), or one word twice
+    uint4 x[kRows * kForms];   // the contents: row j, or (kForms = 2) even / odd chunks
 #pragma unroll
-    for (int j = 0; j < kValues; ++j) {
-      const int e = vt * kPer / kChunks + j;
-      // Quads: pair e & 15 (row g) in the replica's first word, e >> 4 (row g + 8) in its second.
-      // (kRepeatRows: rows repeat every 64, pair_value reads the index's low 6 bits.)
-      x[j].x = pair_value<Cfg>(Cfg::kQuad ? e & 15 : e, cb_s, inv_max);
-      x[j].y = Cfg::kQuad ? pair_value<Cfg>(e >> 4, cb_s, inv_max) : x[j].x;
-    }
+    for (int j = 0; j < kRows * kForms; ++j)
+      x[j] = table_chunk<Cfg>(vt * kPer / kChunks + j / kForms, j % kForms, cb_s, inv_max);
     const int rot = (vt * kPer) >> 3;
 #pragma unroll
     for (int s = 0; s < kPer; ++s) {
       const int q = (s + rot) & (kPer - 1);   // the thread's chunk written by store s
       const int f = vt * kPer + q, e = f / kChunks, c = f - e * kChunks;
-      const uint2 v = kValues == 1 ? x[0] : (q >= kChunks ? x[kValues - 1] : x[0]);
-      *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = make_uint4(v.x, v.y, v.x, v.y);
+      // (Selected, not indexed: q and c are not compile-time constants.)
+      const uint4 v = kRows * kForms == 1 ? x[0] : (kRows == 2 ? q >= kChunks : c & 1) ? x[kRows * kForms - 1] : x[0];
+      *reinterpret_cast<uint4*>(lut + e * Cfg::kEntryBytes + c * 16) = v;
     }
   }
 }
@@ -280,16 +342,51 @@ __device__ __forceinline__ uint32_t lookup_byte(uint32_t lut, uint32_t index_wor
   return ptx::ld_shared_const_u32(lut + ptx::prmt(index_word, lane_word, sel));
 }
 
+// The lane's index-word constants: rot[b] moves plane b's pair bits from
+// 8i + 2t to their field, mask[b] (b = 1..3, kLanePerm) selects that field.
+// Without kLanePerm plane b goes to 8i + 2b (pair_word's order, immediate
+// masks); plane 4 (k = 5) to 8i of its own word either way.
+template <class Cfg>
+struct IndexConsts {
+  uint32_t rot[5];
+  uint32_t mask[4];
+  __device__ __forceinline__ explicit IndexConsts(int t) {
+#pragma unroll
+    for (int b = 0; b < 5; ++b) {
+      const int field = Cfg::kLanePerm && b < 4 ? 2 * ((b + t) & 3) : 2 * (b & 3);
+      rot[b] = uint32_t(2 * t - field) & 31u;
+      if (b < 4) mask[b] = 0x03030303u << field;
+    }
+  }
+};
+
+// Index bits 0..7 of the four pairs (k = 2: four planes of two rows) in bytes
+// 0..3: fields merged by bit-select (lop3 0xE4: (a & c) | (b & ~c)). With
+// kLanePerm plane 0 stays in place; for k = 3 the fourth field keeps stale
+// bits, which select one of the table's repeated rows.
+template <class Cfg, int kPlanes>
+__device__ __forceinline__ uint32_t index_word(const uint32_t (&p)[kPlanes], const IndexConsts<Cfg>& ic) {
+  if constexpr (!Cfg::kLanePerm) {
+    return pair_word<kPlanes, 0>(p, ic.rot).lo;
+  } else {
+    uint32_t w = p[0];
+#pragma unroll
+    for (int b = 1; b < (kPlanes < 4 ? kPlanes : 4); ++b)
+      w = ptx::lop3<0xE4>(ptx::rotr(p[b], ic.rot[b]), w, ic.mask[b]);
+    return w;
+  }
+}
+
 template <class Cfg>
 __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint32_t (&pa)[Cfg::kBits],
-                                              const uint32_t (&pb)[Cfg::kBits], const uint32_t (&rot)[5],
+                                              const uint32_t (&pb)[Cfg::kBits], const IndexConsts<Cfg>& ic,
                                               uint32_t lut, uint32_t lane_word) {
   if constexpr (Cfg::kBits == 2) {
     // The four planes of rows g and g + 8 merged as k = 4's two: byte i of q
-    // holds pair i of row g in bits 0..3 and of row g + 8 in bits 4..7 (the
-    // rotations rot[2], rot[3] put rows g + 8's planes at 8i + 4, 8i + 6).
+    // holds pair i of row g in fields 0, 1 and of row g + 8 in fields 2, 3
+    // (fields 2b, 2b + 1 with kLanePerm lie where index_word puts them).
     const uint32_t planes[4] = {pa[0], pa[1], pb[0], pb[1]};
-    const uint32_t q = pair_word<4, 0>(planes, rot).lo;
+    const uint32_t q = index_word<Cfg, 4>(planes, ic);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const uint2 v = ptx::ld_shared_const_v2_u32(lut + ptx::prmt(q, lane_word, lut_sel(i)));
@@ -298,24 +395,26 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint
     }
     return;
   }
-  const auto xa = pair_word<Cfg::kBits, 0>(pa, rot);
-  const auto xb = pair_word<Cfg::kBits, 0>(pb, rot);
   if constexpr (Cfg::kBits == 5) {
     // 10-bit index: byte i of lo (planes 0..3) and of hi (plane 4); the upper
     // address bytes copy the sign of a hi byte (<= 3), i.e. zero.
+    const uint32_t pa4[4] = {pa[0], pa[1], pa[2], pa[3]}, pb4[4] = {pb[0], pb[1], pb[2], pb[3]};
+    const uint32_t la = index_word<Cfg, 4>(pa4, ic), lb = index_word<Cfg, 4>(pb4, ic);
+    const uint32_t ha = ptx::rotr(pa[4], ic.rot[4]) & 0x03030303u, hb = ptx::rotr(pb[4], ic.rot[4]) & 0x03030303u;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const uint32_t sel = uint32_t(i) | uint32_t(4 + i) << 4 | uint32_t(12 + i) << 8 | uint32_t(12 + i) << 12;
-      const uint32_t ia = ptx::prmt(xa.lo, xa.hi, sel), ib = ptx::prmt(xb.lo, xb.hi, sel);
+      const uint32_t ia = ptx::prmt(la, ha, sel), ib = ptx::prmt(lb, hb, sel);
       frag[i >> 1][(i & 1) * 2] = ptx::ld_shared_const_u32(lut + (ia << 6) + lane_word);
       frag[i >> 1][(i & 1) * 2 + 1] = ptx::ld_shared_const_u32(lut + (ib << 6) + lane_word);
     }
   } else {
-    // k = 3 leaves stale bits above the 6 index bits of each byte: they
-    // select a copy of the table's rows (kRepeatRows), or are masked off.
+    // k = 3 leaves stale bits in each byte's fourth field: they select a copy
+    // of the table's rows (kRepeatRows), or (bits 6, 7) are masked off.
     constexpr uint32_t kClean = Cfg::kBits == 4 || Cfg::kRepeatRows ? 0xFFFFFFFFu : 0x3F3F3F3Fu;
-    const uint32_t wa = kClean == 0xFFFFFFFFu ? xa.lo : xa.lo & kClean;
-    const uint32_t wb = kClean == 0xFFFFFFFFu ? xb.lo : xb.lo & kClean;
+    const uint32_t xa = index_word<Cfg, Cfg::kBits>(pa, ic), xb = index_word<Cfg, Cfg::kBits>(pb, ic);
+    const uint32_t wa = kClean == 0xFFFFFFFFu ? xa : xa & kClean;
+    const uint32_t wb = kClean == 0xFFFFFFFFu ? xb : xb & kClean;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       frag[i >> 1][(i & 1) * 2] = lookup_byte(lut, wa, lane_word, lut_sel(i));
@@ -1303,9 +1402,7 @@ kbit_decode_kernel(const DecodeParams p) {
   if (!active && !kTimeline) return;   // no CTA barrier follows (but the timeline's)
 
   // ---- per-lane constants ----------------------------------------------------
-  uint32_t rot[5];   // plane b's pair bits 2t + 8i -> 8i + 2b (plane 4: -> 8i of its own word)
-#pragma unroll
-  for (int b = 0; b < 5; ++b) rot[b] = uint32_t(2 * t - 2 * (b & 3)) & 31u;
+  const IndexConsts<Cfg> ic(t);   // where the index word's fields come from
   // The lane's replica offset: 4-byte replicas (8-byte ones at k = 2, 16 at k = 5).
   const uint32_t lane_word = Cfg::kBits == 5 ? uint32_t(lane & 15) * 4 : uint32_t(lane) * (Cfg::kQuad ? 8 : 4);
   const float out_scale = cb_max;
@@ -1374,7 +1471,7 @@ kbit_decode_kernel(const DecodeParams p) {
         load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
         load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
         uint32_t frag[2][4];
-        dequant_block<Cfg>(frag, pa, pb, rot, lut_s, lane_word);
+        dequant_block<Cfg>(frag, pa, pb, ic, lut_s, lane_word);
         const float zero[4] = {0.f, 0.f, 0.f, 0.f};
         const float s_a = blk ? sa.y : sa.x, s_b = blk ? sb.y : sb.x;
         float part[4];

@@ -51,7 +51,9 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          dict(m=10, n=1000, k=4128, bits=2, dtype="float16"),
          # k = 5 with 16-row slots (decode: 32-row tiles of 12 warps, whose split tiles
          # the helper warps add: DecodeConfig::kSumByHelpers)
-         dict(m=14, n=1000, k=4128, bits=5, dtype="bfloat16")]
+         dict(m=14, n=1000, k=4128, bits=5, dtype="bfloat16"),
+         # k = 3 with activation rows in the stages: the lane-permuted table (kLanePerm)
+         dict(m=3, n=1000, k=4128, bits=3, dtype="float16")]
 bad = 0
 KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma gemv").split() if k != "none"]
 for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhere

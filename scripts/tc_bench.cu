@@ -566,6 +566,12 @@ int main(int argc, char** argv) {
   run_case({"dec_8b_gateup_m1_v34", 14336, 4096, 1, D, 0}, Runner<DecV<4, 16, 2, 4, 1>, D>{});
   run_case({"dec_8b_down_m1", 4096, 14336, 1, D, 0}, Runner<Dec<4, 4, 1>, D>{});
   run_case({"dec_8b_down_m1_v34", 4096, 14336, 1, D, 0}, Runner<DecV<4, 16, 2, 4, 1>, D>{});
+  run_case({"dec_8b_gateup_m1_k2", 14336, 4096, 1, D, 0, 2}, Runner<Dec<2, 4, 1>, D>{});
+  run_case({"dec_8b_gateup_m1_k3", 14336, 4096, 1, D, 0, 3}, Runner<Dec<3, 4, 4>, D>{});
+  run_case({"dec_8b_gateup_m1_k5", 14336, 4096, 1, D, 0, 5}, Runner<Dec<5, 4, 1>, D>{});
+  run_case({"dec_8b_gateup_m8_k2", 14336, 4096, 8, D, 0, 2}, Runner<Dec<2, 2, 8>, D>{});
+  run_case({"dec_8b_gateup_m8_k3", 14336, 4096, 8, D, 0, 3}, Runner<Dec<3, 2, 8>, D>{});
+  run_case({"dec_70b_down_m1_k3", 8192, 28672, 1, D, 0, 3}, Runner<Dec<3, 4, 4>, D>{});
   run_case({"dec_8b_gateup_m4", 14336, 4096, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
   run_case({"dec_8b_down_m4", 4096, 14336, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
   run_case({"dec_8b_gateup_m8", 14336, 4096, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
