@@ -77,8 +77,9 @@ constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024
 //      fragment feeds two n8 MMAs, the rows 8..15 read by two more ldmatrix.
 //      With 12 warps, 2 stages of 64-row tiles (4.2 KB at k = 4) fit beside
 //      the table and the 16-column part buffers; 3 stages of 32-row tiles.
-// Lane-permuted table replicas (DecodeConfig::kLanePerm); 0: every replica
-// holds the canonical index order (the A/B baseline, v40).
+// Lane-permuted table replicas (DecodeConfig::kLanePerm): 1 where measured
+// faster; 0 nowhere (every replica in the canonical index order, v40's
+// tables); 2 also at k = 4 and 5 (A/B).
 #ifndef KBIT_DECODE_LANE_PERM
 #define KBIT_DECODE_LANE_PERM 1
 #endif
@@ -140,13 +141,20 @@ struct DecodeConfig {
   // A/B): k = 3 with activation rows in the stages (Llama-3-70B gate/up M = 1
   // 40.0-40.4 against 40.9-41.1 us, M = 4 and down M = 1 ~1 us faster) but not
   // on 64-row tiles with 8 rows (ptxas's loop: 127 -> 159 registers, M = 8 4 us
-  // slower), and k = 2 with 16-row slots (M = 16 51.6-51.8 against 52.5-53.1).
-  // Elsewhere it was level or mixed: k = 4 gained ~0.4 us on Llama-3-8B M = 1
-  // and lost ~0.3 on Qwen3 gate/up M = 4 (the table build computes 4 values
-  // per row instead of 1), k = 5 within +-0.4, k = 2 with one row 0.5 slower.
+  // slower), k = 2 with 16-row slots (M = 16 51.6-51.8 against 52.5-53.1),
+  // and k = 4 with 16-row slots on 64-row tiles (Llama-3-70B M = 16 0.3-1 us
+  // faster, gate/up and down). Elsewhere it was level or mixed: k = 4 gained
+  // 0.3-0.4 us on Llama-3-8B M = 1 and 4 and lost up to 0.4 on the Qwen3
+  // layers at M = 4 with the same configuration (the table build computes 4
+  // values per row instead of 1), k = 5 within +-0.4, k = 2 with one row 0.5
+  // slower.
+  // (KBIT_DECODE_LANE_PERM=2: every configuration but the three slower ones.)
   static constexpr bool kLanePerm =
-      KBIT_DECODE_LANE_PERM && ((kBits == 3 && kRepeatRows && kSmemAct && !(kNT == 4 && kActRows == 8)) ||
-                                (kQuad && kMH == 2));
+      KBIT_DECODE_LANE_PERM == 2
+          ? (kBits != 3 || kRepeatRows) && !(kQuad && kActRows == 1) && !(kBits == 3 && kNT == 4 && kActRows == 8) &&
+                !(kBits == 5 && kMH == 2)
+          : KBIT_DECODE_LANE_PERM && ((kBits == 3 && kRepeatRows && kSmemAct && !(kNT == 4 && kActRows == 8)) ||
+                                      (kQuad && kMH == 2) || (kBits == 4 && kMH == 2 && kNT == 4));
   static constexpr int kEntries = kQuad || kRepeatRows ? 256 : 1 << (2 * kBits);
   static constexpr int kEntryBytes = kBits == 5 ? 64 : 256;
   static constexpr int kEntryUsed = kQuad ? 256 : kBits == 5 ? 64 : 128;

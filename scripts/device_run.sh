@@ -87,8 +87,10 @@ if has variants; then
     env ${vs[$i]} python3 -c "import torch, submission as S; S._module_for(torch.device('cuda'))" > "$OUT/vbuild$i.txt" 2>&1 &
   done
   wait; echo "variants built"
+  # (Even rounds run the variants in reverse order: see the ab step.)
   for r in $(seq "${ROUNDS:-1}"); do
-    for i in "${!vs[@]}"; do
+    order=("${!vs[@]}"); [ $((r % 2)) = 0 ] && order=($(printf '%s\n' "${!vs[@]}" | tac))
+    for i in "${order[@]}"; do
       env ${vs[$i]} python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/v${i}_$r.json" "$@" > "$OUT/v${i}_$r.txt" 2>&1
     done
   done

@@ -585,9 +585,10 @@ int main(int argc, char** argv) {
   run_case({"dec_few_m1_k3", 5128, 2048, 1, D, 0, 3}, Runner<DecV<3, 16, 4, 3, 4>, D>{});
   run_case({"dec_few_m1_k3_s4", 5128, 2048, 1, D, 0, 3}, Runner<DecV<3, 16, 4, 4, 4>, D>{});
   run_case({"dec_few_m1_k2_a1", 5128, 2048, 1, D, 0, 2}, Runner<DecV<2, 16, 4, 3, 1>, D>{});
-  // Lane-permuted tables (kLanePerm, v41): k = 3 with 8 rows on 32-row tiles, k = 2 with 16-row slots.
+  // Lane-permuted tables (kLanePerm, v41): k = 3 with 8 rows on 32-row tiles, k = 2 and 4 with 16-row slots.
   run_case({"dec_few_m8_k3", 5128, 2048, 8, D, 0, 3}, Runner<DecV<3, 16, 2, 4, 8>, D>{});
   run_case({"dec16_few_m16_k2", 5128, 2048, 16, D, 0, 2}, Runner<DecV<2, 12, 4, 2, 16>, D>{});
+  run_case({"dec16_few_m16_nt4", 5128, 2048, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
   run_case({"dec16_few_m16", 5128, 2048, 16, D, 0}, Runner<Dec<4, 2, 16>, D>{});   // (KBIT_KERNEL=decode's)
   // Decode kernel with 16-row slots (two n8 MMAs per dequantized fragment,
   // the 16 activation rows in the ring stages) against the tiled kernel.
