@@ -117,7 +117,9 @@ struct DecodeConfig {
   //             (M = 16 2 us slower, through ptxas's code for the loop:
   //             docs/results.md v40), which keep 64 rows and the mask, and
   //             in the sm80 family, whose A100 fits its 64-row-table
-  //             configurations only without the 48 KB more.
+  //             configurations only without the 48 KB more. (With
+  //             kLanePerm the stale field is field (t + 3) % 4 of lane
+  //             quarter t's index, and its replicas repeat accordingly.)
   //   k = 2:    quad index (8 bits: the pair index of row g in bits 0..3, of
   //             row g + 8 in bits 4..7), 32 replicas of 8 bytes (the two
   //             values side by side). One 64-bit load fills the MMA operand
