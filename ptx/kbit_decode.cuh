@@ -150,13 +150,15 @@ struct DecodeConfig {
   // layers at M = 4 with the same configuration (the table build computes 4
   // values per row instead of 1), k = 5 within +-0.4, k = 2 with one row 0.5
   // slower.
-  // (KBIT_DECODE_LANE_PERM=2: every configuration but the three slower ones.)
-  static constexpr bool kLanePerm =
-      KBIT_DECODE_LANE_PERM == 2
-          ? (kBits != 3 || kRepeatRows) && !(kQuad && kActRows == 1) && !(kBits == 3 && kNT == 4 && kActRows == 8) &&
-                !(kBits == 5 && kMH == 2)
-          : KBIT_DECODE_LANE_PERM && ((kBits == 3 && kRepeatRows && kSmemAct && !(kNT == 4 && kActRows == 8)) ||
-                                      (kQuad && kMH == 2) || (kBits == 4 && kMH == 2 && kNT == 4));
+  // KBIT_DECODE_LANE_PERM=2 (A/B): every configuration that can, but the
+  // three slower ones.
+  static constexpr bool kLanePermSlower =
+      (kQuad && kActRows == 1) || (kBits == 3 && kNT == 4 && kActRows == 8) || (kBits == 5 && kMH == 2);
+  static constexpr bool kLanePermFaster =
+      !kLanePermSlower && ((kBits == 3 && kRepeatRows && kSmemAct) || (kQuad && kMH == 2) ||
+                           (kBits == 4 && kMH == 2 && kNT == 4));
+  static constexpr bool kLanePerm = KBIT_DECODE_LANE_PERM == 2 ? (kBits != 3 || kRepeatRows) && !kLanePermSlower
+                                                                : KBIT_DECODE_LANE_PERM == 1 && kLanePermFaster;
   static constexpr int kEntries = kQuad || kRepeatRows ? 256 : 1 << (2 * kBits);
   static constexpr int kEntryBytes = kBits == 5 ? 64 : 256;
   static constexpr int kEntryUsed = kQuad ? 256 : kBits == 5 ? 64 : 128;
