@@ -84,6 +84,10 @@ constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024
 #define KBIT_DECODE_LANE_PERM 1
 #endif
 
+#ifndef KBIT_DECODE_OPAQUE_CONSTS
+#define KBIT_DECODE_OPAQUE_CONSTS 1
+#endif
+
 template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_, int kActRows_ = 0>
 struct DecodeConfig {
   static constexpr int kBits = kBits_;
@@ -159,6 +163,16 @@ struct DecodeConfig {
                            (kBits == 4 && kMH == 2 && kNT == 4));
   static constexpr bool kLanePerm = KBIT_DECODE_LANE_PERM == 2 ? (kBits != 3 || kRepeatRows) && !kLanePermSlower
                                                                 : KBIT_DECODE_LANE_PERM == 1 && kLanePermFaster;
+  // The lane's index-word constants (IndexConsts) through opaque moves, so
+  // that ptxas keeps them in registers instead of recomputing them in the
+  // main loop (sm_90a SASS: ~17 instructions fewer per K-tile with 16-row
+  // slots at k = 2 and 4). Where, by measurement (H100, tc_bench, v42):
+  // 16-row slots at k = 2 and 4 (Llama-3-70B M = 16 gate/up and down 1-1.5 us
+  // faster than without). At k = 3 and 5 with 16-row slots it was 1.6-1.8 us
+  // slower; elsewhere level or mixed. (With k = 3 and 8 activation rows ptxas
+  // then kept the table's base in a per-thread register: one add more per
+  // lookup.) KBIT_DECODE_OPAQUE_CONSTS=0 turns it off (A/B).
+  static constexpr bool kOpaqueConsts = KBIT_DECODE_OPAQUE_CONSTS && kMH == 2 && (kBits == 2 || kBits == 4);
   static constexpr int kEntries = kQuad || kRepeatRows ? 256 : 1 << (2 * kBits);
   static constexpr int kEntryBytes = kBits == 5 ? 64 : 256;
   static constexpr int kEntryUsed = kQuad ? 256 : kBits == 5 ? 64 : 128;
@@ -368,6 +382,10 @@ struct IndexConsts {
       const int field = Cfg::kLanePerm && b < 4 ? 2 * ((b + t) & 3) : 2 * (b & 3);
       rot[b] = uint32_t(2 * t - field) & 31u;
       if (b < 4) mask[b] = 0x03030303u << field;
+      if constexpr (Cfg::kOpaqueConsts) {
+        rot[b] = uint32_t(ptx::opaque_int(int(rot[b])));
+        if (b < 4) mask[b] = uint32_t(ptx::opaque_int(int(mask[b])));
+      }
     }
   }
 };
@@ -443,23 +461,27 @@ template <class Cfg>
 struct WarpCursor : WeightCursor<Cfg> {   // plane words and scale bytes of the tile's rows at K-tile kt
   int w_limit;            // bytes of the stage's plane words that exist in memory
   // kSmemAct: this lane's activation chunks of the unit, i = 0 .. kAChunks - 1:
-  // row (lane / 8) + 4 i of the slot, 16-byte chunk lane % 8 of the K-tile;
-  // a_src points at chunk 0's source, a_ok bit i: row + 4 i < the slot's rows
-  // (rows past the slot are not copied: their MMA columns are not stored; the
-  // host keeps the slot's rows <= kActRows).
+  // row r = (lane / 8) + 4 i of the slot, 16-byte chunk c = lane % 8 of the
+  // K-tile; a_src points at chunk 0's source (chunk i's lies 4 i rows
+  // further), a_ok bit i: r < the slot's rows (rows past the slot are not
+  // copied: their MMA columns are not stored; the host keeps the slot's rows
+  // <= kActRows). a_cut (16 rows): the K-tile whose chunk lies past K
+  // (chunks 4..7 of the last K-tile when K % 64 == 32), else -1.
   static constexpr int kAChunks = cdiv(Cfg::kActRows * 8, kWarpSize);
   const char* a_src;
   uint32_t a_ok;
+  int a_cut;
 
   __device__ __forceinline__ void start(const KbitParams& p, const TilePos& pos, int kt0, int lane) {
     w_limit = this->seek(p, pos, kt0) * 8 * Cfg::kBits;   // rows: a multiple of 8
     if constexpr (Cfg::kSmemAct) {
-      const int r = lane >> 3;
+      const int r = lane >> 3, c = lane & 7;
       a_ok = 0;
 #pragma unroll
       for (int i = 0; i < kAChunks; ++i) a_ok |= uint32_t(r + 4 * i < min(pos.rows, Cfg::kActRows)) << i;
       a_src = static_cast<const char*>(p.a) +
-              (size_t(pos.row0 + ((a_ok & 1u) ? r : 0)) * p.K + size_t(kt0) * kTileK + (lane & 7) * 8) * 2;
+              (size_t(pos.row0 + ((a_ok & 1u) ? r : 0)) * p.K + size_t(kt0) * kTileK + c * 8) * 2;
+      if constexpr (Cfg::kActRows == 16) a_cut = c >= 4 && p.K % kTileK != 0 ? p.layout.k_tiles - 1 : -1;
     }
   }
   __device__ __forceinline__ void advance(const KbitParams& p) {
@@ -469,8 +491,24 @@ struct WarpCursor : WeightCursor<Cfg> {   // plane words and scale bytes of the 
   // Issues this lane's activation copies of the unit into the stage at s
   // (columns past K, the upper half of the last K-tile when K % 64 == 32, read
   // zero: the weights there are zero-padded, but 0 x garbage could be NaN).
+  // In the stage, chunk i goes to r * 128 + ((c ^ (r % 8)) << 4) (kABytes).
+  // With 16 rows (four chunks per lane) that is chunk 0's offset, ^ 64 for
+  // odd i (r % 8 differs from chunk 0's by 4), plus 512 i, and the source
+  // moves only with i (a chunk past K reads nothing, from any address): ~17
+  // instructions per unit fewer than computing each chunk's offsets (sm_90a),
+  // Llama-3-70B M = 16 ~0.6-1 us faster (H100, tc_bench, v42). With up to 8
+  // rows the per-chunk form stays: there the other one moved ptxas's loop
+  // (70B M = 4 and 8 at k = 4 0.3-0.4 us slower).
   __device__ __forceinline__ void issue_act(const KbitParams& p, uint32_t s, int lane) const {
-    if constexpr (Cfg::kSmemAct) {
+    if constexpr (Cfg::kActRows == 16) {
+      const uint32_t bytes = this->kt != a_cut ? 16u : 0u;
+      const uint32_t a0 = uint32_t((lane >> 3) * 128 + (((lane & 7) ^ (lane >> 3)) << 4));
+      const uint32_t d0 = s + a0, d1 = s + (a0 ^ 64u);
+#pragma unroll
+      for (int i = 0; i < kAChunks; ++i)
+        if (a_ok >> i & 1)
+          ptx::cp_async_cg16((i & 1 ? d1 : d0) + Cfg::kAOff + i * 512, a_src + size_t(i) * 4 * p.K * 2, bytes);
+    } else if constexpr (Cfg::kSmemAct) {
       const int c = lane & 7;
       const bool in_k = c < 4 || (this->kt + 1) * kTileK <= p.K;
 #pragma unroll
