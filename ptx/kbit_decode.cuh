@@ -166,10 +166,11 @@ struct DecodeConfig {
   // The lane's index-word constants (IndexConsts) through opaque moves, so
   // that ptxas keeps them in registers instead of recomputing them in the
   // main loop (sm_90a SASS: ~17 instructions fewer per K-tile with 16-row
-  // slots at k = 2 and 4). Where, by measurement (H100, tc_bench, v42):
-  // 16-row slots at k = 2 and 4 (Llama-3-70B M = 16 gate/up and down 1-1.5 us
-  // faster than without). At k = 3 and 5 with 16-row slots it was 1.6-1.8 us
-  // slower; elsewhere level or mixed. (With k = 3 and 8 activation rows ptxas
+  // slots at k = 2 and 4). By measurement (H100, tc_bench, v42, against the
+  // same tree without): 16-row slots at k = 2 1.1 us faster (Llama-3-70B
+  // M = 16), at k = 4 level (70B gate/up -0.1..-0.4 us, down +0..+0.5, 8B
+  // -0.1..-0.4); at k = 3 and 5 with 16-row slots 1.6-1.8 us slower, so not
+  // there; with up to 8 rows level or mixed. (With k = 3 and 8 activation rows ptxas
   // then kept the table's base in a per-thread register: one add more per
   // lookup.) KBIT_DECODE_OPAQUE_CONSTS=0 turns it off (A/B).
   static constexpr bool kOpaqueConsts = KBIT_DECODE_OPAQUE_CONSTS && kMH == 2 && (kBits == 2 || kBits == 4);
@@ -496,7 +497,7 @@ struct WarpCursor : WeightCursor<Cfg> {   // plane words and scale bytes of the 
   // odd i (r % 8 differs from chunk 0's by 4), plus 512 i, and the source
   // moves only with i (a chunk past K reads nothing, from any address): ~17
   // instructions per unit fewer than computing each chunk's offsets (sm_90a),
-  // Llama-3-70B M = 16 ~0.6-1 us faster (H100, tc_bench, v42). With up to 8
+  // Llama-3-70B M = 16 1.1-2.5 us faster, every k (H100, tc_bench, v42). With up to 8
   // rows the per-chunk form stays: there the other one moved ptxas's loop
   // (70B M = 4 and 8 at k = 4 0.3-0.4 us slower).
   __device__ __forceinline__ void issue_act(const KbitParams& p, uint32_t s, int lane) const {
