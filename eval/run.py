@@ -644,36 +644,50 @@ def report_ok(rc: int, reports: list) -> bool:
     return rc == 0 and bool(reports) and not any(r.spill_stores or r.spill_loads for r in reports)
 
 
-def run_compile(families: list, log, jobs: int = 2) -> bool:
-    """Build every family's translation unit for its targets (the first target as
-    an object file, so host code is compiled too); print registers, spills and
-    shared memory per kernel. False on any error or spill."""
+def compile_jobs(families: list) -> list:
+    """The builds of `families`: (family, arch, host) per target, the first
+    target of a family as an object file (host code too), the others as cubins."""
     import submission as S
+    return [(f, arch, i == 0) for f in families for i, arch in enumerate(S.COMPILE_TARGETS[f])]
+
+
+def compile_job(job: tuple) -> tuple:
+    """Runs one build of compile_jobs(); returns (job, rc, output, reports, seconds)."""
+    import submission as S
+    fam, arch, host = job
+    t0 = time.perf_counter()
+    rc, text, reps = compile_source(S.assemble_source(fam), arch, host=host)
+    return job, rc, text, reps, time.perf_counter() - t0
+
+
+def log_compile_result(result: tuple, log) -> bool:
+    """Prints one build's registers, spills and shared memory per kernel; True
+    when it passed (report_ok)."""
+    (fam, arch, host), rc, text, reps, dt = result
+    good = report_ok(rc, reps)
+    kind = "object (device + host code)" if host else "cubin"
+    log(f"== family {fam}, sm_{arch}, {kind}: {'ok' if good else 'FAILED'} ({dt:.0f} s, {len(reps)} kernels)")
+    if rc != 0:
+        log("\n".join(l for l in text.splitlines() if "error" in l.lower())[:4000] or text[-4000:])
+        return False
+    names = demangle([r.name for r in reps])
+    log(f"   {'kernel':70s} {'regs':>5s} {'spill st/ld':>12s} {'stack':>6s} {'smem':>6s}")
+    for r, n in zip(reps, names):
+        flag = "  <-- SPILL" if r.spill_stores or r.spill_loads else ""
+        log(f"   {n[:70]:70s} {r.registers:5d} {r.spill_stores:5d}/{r.spill_loads:<6d} {r.stack:6d} "
+            f"{r.smem:6d}{flag}")
+    return good
+
+
+def run_compile(families: list, log, jobs: int = 2) -> bool:
+    """Build every family's translation unit for its targets (compile_jobs) and
+    print registers, spills and shared memory per kernel. False on any error or
+    spill."""
     from concurrent.futures import ThreadPoolExecutor
-    work = [(f, arch, i == 0) for f in families for i, arch in enumerate(S.COMPILE_TARGETS[f])]
-
-    def one(item):
-        fam, arch, host = item
-        t0 = time.perf_counter()
-        rc, text, reps = compile_source(S.assemble_source(fam), arch, host=host)
-        return fam, arch, host, rc, text, reps, time.perf_counter() - t0
-
     ok = True
     with ThreadPoolExecutor(max_workers=jobs) as pool:
-        for fam, arch, host, rc, text, reps, dt in pool.map(one, work):
-            good = report_ok(rc, reps)
-            ok = ok and good
-            kind = "object (device + host code)" if host else "cubin"
-            log(f"== family {fam}, sm_{arch}, {kind}: {'ok' if good else 'FAILED'} ({dt:.0f} s, {len(reps)} kernels)")
-            if rc != 0:
-                log("\n".join(l for l in text.splitlines() if "error" in l.lower())[:4000] or text[-4000:])
-                continue
-            names = demangle([r.name for r in reps])
-            log(f"   {'kernel':70s} {'regs':>5s} {'spill st/ld':>12s} {'stack':>6s} {'smem':>6s}")
-            for r, n in zip(reps, names):
-                flag = "  <-- SPILL" if r.spill_stores or r.spill_loads else ""
-                log(f"   {n[:70]:70s} {r.registers:5d} {r.spill_stores:5d}/{r.spill_loads:<6d} {r.stack:6d} "
-                    f"{r.smem:6d}{flag}")
+        for result in pool.map(compile_job, compile_jobs(families)):
+            ok = log_compile_result(result, log) and ok
     return ok
 
 

@@ -1,8 +1,17 @@
 """Compile mode without a GPU: every PTX family builds with nvcc for its targets
-with no spills, and a planted spill or syntax error fails loudly."""
+with no spills, and a planted spill or syntax error fails loudly.
+
+The long builds (the families' translation units, the standalone tools, the
+wrapper tests' source: ~10 minutes of one core) are one nvcc process each.
+pytest runs tests one after another, so they start together in a pool of one
+worker per core when the first of them is asked for (`builds`), longest first,
+and each test waits for its own; only the builds of selected tests run."""
+import os
 import shutil
 import subprocess
 import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -12,6 +21,81 @@ import submission as S
 
 ROOT = Path(__file__).resolve().parent.parent
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
+
+TOOLS = ["nvfp4_bench", "gemv_bench", "l2_flush_check", "stream_probe", "racecheck_probe",
+         "tc_bench", "tc_bench -DTC_PHASES", "wgmma_rate", "wgmma_overlap"]
+WRAPPER_ARCHES = [("sm80", "sm_80"), ("sm90", "sm_90a")]
+# Seconds of one core each build took in CI (2 cores, v42): the pool starts the
+# longest first, so the last to finish are short ones.
+_COST = {("family", "sm90", "90a"): 200, ("family", "sm80", "80"): 85, ("family", "sm100", "100a"): 90,
+         ("family", "sm100", "103a"): 80, ("tool", "tc_bench"): 46, ("tool", "tc_bench -DTC_PHASES"): 50,
+         ("wrappers", "sm80"): 50, ("wrappers", "sm90"): 36}
+
+
+def _tool_build(tool: str):
+    """nvcc of scripts/<tool>.cu (with its -D flags) into a temporary folder:
+    (returncode, stderr)."""
+    name, *defines = tool.split()
+    wgmma = name in ("tc_bench", "wgmma_rate", "wgmma_overlap")
+    arch = ["-gencode", "arch=compute_90a,code=sm_90a"] if wgmma else ["-arch=sm_90a"]
+    with tempfile.TemporaryDirectory() as tmp:
+        proc = subprocess.run(["nvcc", "-O1", "-std=c++17", *arch, *defines, "--expt-relaxed-constexpr",
+                               f"-I{ROOT / 'ptx'}", f"-I{ROOT / 'scripts'}",
+                               "-o", str(Path(tmp) / name), str(ROOT / "scripts" / f"{name}.cu")],
+                              capture_output=True, text=True)
+    return proc.returncode, proc.stderr
+
+
+def _wrapper_build(family: str, arch: str):
+    """nvcc -cubin of the GPU wrapper tests' extension source: (returncode, stderr)."""
+    import sysconfig
+    from torch.utils.cpp_extension import include_paths
+    from test_gpu_wrappers import wrapper_test_source
+    incs = [f"-I{p}" for p in include_paths() + [sysconfig.get_paths()["include"]]]
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "wrappers.cu"
+        src.write_text(wrapper_test_source(family))
+        proc = subprocess.run(["nvcc", "-cubin", "-O1", "-std=c++17", f"-arch={arch}", *incs,
+                               "-o", str(Path(tmp) / "w.cubin"), str(src)], capture_output=True, text=True)
+    return proc.returncode, proc.stderr
+
+
+def _keys_of(item) -> list:
+    """The builds a collected test of this module needs."""
+    name = getattr(item, "originalname", item.name)
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if name == "test_family_compiles_without_spills":
+        return [("family", f, a) for f, a, _ in run.compile_jobs([params["family"]])]
+    if name == "test_standalone_tool_compiles":
+        return [("tool", params["tool"])]
+    if name == "test_gpu_wrapper_tests_compile":
+        return [("wrappers", params["family"])]
+    return []
+
+
+def _run_build(key):
+    if key[0] == "family":
+        (job,) = [j for j in run.compile_jobs([key[1]]) if j[1] == key[2]]
+        return run.compile_job(job)
+    if key[0] == "tool":
+        return _tool_build(key[1])
+    return _wrapper_build(key[1], dict(WRAPPER_ARCHES)[key[1]])
+
+
+@pytest.fixture(scope="module")
+def builds(request):
+    """key -> Future of that build's result, for every build the selected tests
+    of this module need, all submitted on first use."""
+    keys = []
+    for item in request.session.items:
+        if item.module is not None and item.module.__name__ == __name__:
+            keys += [k for k in _keys_of(item) if k not in keys]
+    keys.sort(key=lambda k: -_COST.get(k, 5))
+    pool = ThreadPoolExecutor(max_workers=max(1, min(len(keys), os.cpu_count() or 1)))
+    futures = {k: pool.submit(_run_build, k) for k in keys}
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+
 
 PLANTED_SPILL = r"""
 __global__ void planted_spill(float* out, int n) {
@@ -44,9 +128,12 @@ def test_planted_syntax_error_fails():
 
 @needs_nvcc
 @pytest.mark.parametrize("family", S.FAMILIES)
-def test_family_compiles_without_spills(family):
+def test_family_compiles_without_spills(family, builds):
     lines = []
-    assert run.run_compile([family], lines.append), "\n".join(lines)
+    ok = True
+    for key in [("family", f, a) for f, a, _ in run.compile_jobs([family])]:
+        ok = run.log_compile_result(builds[key].result(), lines.append) and ok
+    assert ok, "\n".join(lines)
     assert any("kbit_gemm_kernel" in l or "kbit_gemm" in l for l in lines)
 
 
@@ -67,38 +154,24 @@ def test_compile_mode_exit_code_on_planted_error(tmp_path, monkeypatch):
 
 
 @needs_nvcc
-@pytest.mark.parametrize("tool", ["nvfp4_bench", "gemv_bench", "l2_flush_check", "stream_probe", "racecheck_probe",
-                                  "tc_bench", "tc_bench -DTC_PHASES", "wgmma_rate", "wgmma_overlap"])
-def test_standalone_tool_compiles(tool, tmp_path):
+@pytest.mark.parametrize("tool", TOOLS)
+def test_standalone_tool_compiles(tool, builds):
     """The standalone tools in scripts/ (nvfp4, CUDA-core and tensor-core kernel
     tuning, the L2 flush check, the streaming probe, the racecheck probe, the
     wgmma microbenchmarks; they share scripts/bench_util.cuh and ptx/) build
     against the current ptx/ headers, so they cannot silently rot. (The wgmma
     tools need compute_90a PTX: `-arch=sm_90a` gives a .target sm_90 that
     ptxas rejects for wgmma.)"""
-    tool, *defines = tool.split()
-    wgmma = tool in ("tc_bench", "wgmma_rate", "wgmma_overlap")
-    arch = ["-gencode", "arch=compute_90a,code=sm_90a"] if wgmma else ["-arch=sm_90a"]
-    proc = subprocess.run(["nvcc", "-O1", "-std=c++17", *arch, *defines, "--expt-relaxed-constexpr",
-                           f"-I{ROOT / 'ptx'}", f"-I{ROOT / 'scripts'}",
-                           "-o", str(tmp_path / tool), str(ROOT / "scripts" / f"{tool}.cu")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    rc, err = builds[("tool", tool)].result()
+    assert rc == 0, err
 
 
 @needs_nvcc
-@pytest.mark.parametrize("family,arch", [("sm80", "sm_80"), ("sm90", "sm_90a")])
-def test_gpu_wrapper_tests_compile(tmp_path, family, arch):
+@pytest.mark.parametrize("family,arch", WRAPPER_ARCHES)
+def test_gpu_wrapper_tests_compile(family, arch, builds):
     """The GPU wrapper tests' extension source (tests/ptx_wrappers_test.cu with
     a family header and fastdiv.h) compiles here (device code, -cubin: ~25 s
     instead of ~65 with the host compile of the torch headers), so a broken
     test kernel shows up in CI rather than in a device session."""
-    import sysconfig
-    from torch.utils.cpp_extension import include_paths
-    from test_gpu_wrappers import wrapper_test_source
-    src = tmp_path / "wrappers.cu"
-    src.write_text(wrapper_test_source(family))
-    incs = [f"-I{p}" for p in include_paths() + [sysconfig.get_paths()["include"]]]
-    proc = subprocess.run(["nvcc", "-cubin", "-O1", "-std=c++17", f"-arch={arch}", *incs, "-o", str(tmp_path / "w.cubin"),
-                           str(src)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    rc, err = builds[("wrappers", family)].result()
+    assert rc == 0, err[-3000:]
