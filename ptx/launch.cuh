@@ -83,6 +83,7 @@ constexpr int decode_tile_nt(int bits, int nt, int act_rows) {
 // v36-v38; 12 warps with 3 stages were not measured on those layers).
 constexpr int decode_warps(int bits, int nt, int act_rows) {
   return KBIT_DECODE_WARPS > 0                        ? KBIT_DECODE_WARPS
+         : nt == 8                                    ? 12   // (decode_tile128)
          : act_rows == 16                             ? (nt == 2 && bits <= 4 ? 16 : 12)
          : bits >= 4 && nt == 4 && act_rows > 0       ? 12
          : bits == 3 && nt == 4 && act_rows == 8      ? 12
@@ -93,6 +94,7 @@ constexpr int decode_warps(int bits, int nt, int act_rows) {
 // the 32-row tiles of k = 5 (12 warps), 2 of the other 32-row tiles (16 warps).
 constexpr int decode_stages(int bits, int nt, int act_rows) {
   return KBIT_DECODE_STAGES > 0 ? KBIT_DECODE_STAGES
+         : nt == 8              ? 2   // (decode_tile128)
          : act_rows == 16       ? (nt == 4 || bits <= 4 ? 2 : 3)
          : nt == 4              ? (act_rows > 0 ? KBIT_DECODE_ACT_STAGES : bits == 4 ? 2 : 3)
                                 : 4;
@@ -201,7 +203,26 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 // rounds each; tc_bench 15.4-17.0 vs 15.9-16.8 and 16.4-17.2 vs 16.6-17.9);
 // at M = 4 they were level or slower there (down 18.1-19.0 vs 17.7-18.6),
 // so 2^27 stays the bound for M = 2..4.
+// k = 2 at M = 1 on layers of 2^27+ weights: 128-row warp tiles (kNT = 8) of
+// 12 warps (168 registers; 16 warps spill), one activation row, 2 ring
+// stages: a stage's copies, waits, scale decode and loop control serve twice
+// the weights (sm_90a: 503 loop instructions per 128-row K-tile against 2 x 292
+// on 64-row tiles). By measurement (H100, tc_bench, graph us, two calls of
+// two rounds, docs/results.md v43): Llama-3-70B gate/up 32.5-33.1 against
+// 33.4-34.4 with 64-row tiles of 16 warps, down (3 stages) 33.5-34.6 against
+// 34.2-35.5; on Llama-3-8B gate/up 14.5-15.5 against 12.6-13.3 (half the
+// tiles of 64 rows), and at k = 4 (2 stages) 48.4-49.7 against 46.6-47.7, so
+// neither there. KBIT_DECODE_TILE128=0 turns it off (A/B).
+#ifndef KBIT_DECODE_TILE128
+#define KBIT_DECODE_TILE128 1
+#endif
+constexpr bool decode_act1_pays(int bits, int nt);   // (below)
+inline bool decode_tile128(const kbit_api::KbitArgs& a) {
+  return KBIT_DECODE_TILE128 && KBIT_DECODE_NT == 0 && a.E == 1 && a.M == 1 && a.bits == 2 &&
+         decode_large_layer(a) && decode_act1_pays(2, 8) && KBIT_DECODE_ACT_ROWS > 0;
+}
 inline int decode_nt(const kbit_api::KbitArgs& a) {
+  if (decode_tile128(a)) return 8;
   if (decode_dense16(a)) return decode_large_layer(a) ? 4 : 2;   // (k = 5: 32-row tiles, decode_tile_nt)
   if (decode_dense_wide(a)) return decode_large_layer(a) || !decode_act8_fits(a.bits, 2) ? 4 : 2;
   if (a.E == 1 && a.M == 1 && a.bits == 4 && (long long)a.N * a.K >= (1ll << 25)) return 4;
@@ -236,7 +257,7 @@ inline bool decode_dense_narrow(const kbit_api::KbitArgs& a, int ctas) {
 #define KBIT_DECODE_ACT1 1
 #endif
 constexpr bool decode_act1_pays(int bits, int nt) {
-  return KBIT_DECODE_ACT1 && (nt == 2 || (bits != 3 && nt == 4));
+  return KBIT_DECODE_ACT1 && (nt == 2 || (bits != 3 && nt == 4) || (bits == 2 && nt == 8));
 }
 inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas, int nt) {
   const int tile_nt = KBIT_DECODE_NT > 0 ? KBIT_DECODE_NT : nt;   // (k = 5: 64-row tiles only with one row)
@@ -247,6 +268,19 @@ inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas, int nt) {
   if (!(a.E == 1 && a.M <= KBIT_DECODE_ACT_ROWS && decode_dense_narrow(a, ctas))) return 0;
   const bool one_row = a.M == 1 && (long long)a.N * a.K >= (1ll << 24) && decode_act1_pays(a.bits, tile_nt);
   return one_row ? 1 : KBIT_DECODE_ACT_ROWS;
+}
+
+// The decode configuration of a shape: 16-row tiles per warp (decode_nt) and
+// activation rows per stage (decode_act_rows). The 128-row tiles exist with
+// one row only: where the split arithmetic does not fit 32 bits (the rows
+// then stay in registers), 64-row tiles.
+inline void decode_shape(const kbit_api::KbitArgs& a, int ctas, int& nt, int& act) {
+  nt = decode_nt(a);
+  act = decode_act_rows(a, ctas, nt);
+  if (nt == 8 && act != 1) {
+    nt = 4;
+    act = decode_act_rows(a, ctas, nt);
+  }
 }
 
 // Whether the decode kernel can serve the shape: up to 8 rows per expert slot
@@ -591,9 +625,9 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
   return err;
 }
 
-// Calls f.template operator()<DecodeCfg<bits, dtype, nt, act>>() (nt: 2 or 4;
-// act: 0, KBIT_DECODE_ACT_ROWS, 1 where decode_act1_pays, 8 where
-// decode_act8_fits, 16 where decode_dense16).
+// Calls f.template operator()<DecodeCfg<bits, dtype, nt, act>>() (nt: 2 or 4,
+// or 8 with k = 2 and act = 1 (decode_tile128); act: 0, KBIT_DECODE_ACT_ROWS,
+// 1 where decode_act1_pays, 8 where decode_act8_fits, 16 where decode_dense16).
 template <class F>
 const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f) {
 #define KBIT_DECODE_ACT_(BITS, NT, ACT)                                                    \
@@ -624,11 +658,18 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f
 #else
 #define KBIT_DECODE_NT_(BITS, NT) KBIT_DECODE_ACT_(BITS, NT, 0)
 #endif
-#define KBIT_DECODE_T(BITS)       \
-  if (nt == 4) {                  \
-    KBIT_DECODE_NT_(BITS, 4)      \
-  } else {                        \
-    KBIT_DECODE_NT_(BITS, 2)      \
+#define KBIT_DECODE_T(BITS)                                                   \
+  if (nt == 8) {                                                              \
+    if constexpr (BITS == 2 && KBIT_DECODE_ACT_ROWS > 0 && decode_act1_pays(BITS, 8)) { \
+      if (act == 1) {                                                         \
+        KBIT_DECODE_ACT_(BITS, 8, 1)                                          \
+      }                                                                       \
+    }                                                                         \
+    return "kbit: internal error: 128-row decode tiles serve k = 2 with one activation row only"; \
+  } else if (nt == 4) {                                                       \
+    KBIT_DECODE_NT_(BITS, 4)                                                  \
+  } else {                                                                    \
+    KBIT_DECODE_NT_(BITS, 2)                                                  \
   }
   switch (bits) {
     case 2: KBIT_DECODE_T(2)
@@ -870,7 +911,9 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   const bool decode = a.kernel == 2 || a.kernel == 3 || (a.kernel == 0 && kbit::decode_kernel_pays(a));
   if (decode && kbit::decode_serves(a, plan->mtiles, kbit::sm_count(device))) {
     // (One decode CTA per SM: 16 warps and over 100 KB of shared memory.)
-    const int nt = a.kernel == 3 ? 4 : kbit::decode_nt(a), act = kbit::decode_act_rows(a, kbit::sm_count(device), nt);
+    int nt = 4, act = 0;
+    if (a.kernel == 3) act = kbit::decode_act_rows(a, kbit::sm_count(device), nt);
+    else kbit::decode_shape(a, kbit::sm_count(device), nt, act);
     bool fits = false;
     if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, nt, act,
                                                      kbit::PlanFn<kbit::Kernel::kDecode>{a, device, plan, &fits}))

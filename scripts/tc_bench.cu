@@ -427,7 +427,8 @@ static bool rule_agrees(const Case& cs, int sms) {
   if constexpr (R::kKernel == Kernel::kDecode) {
     using C = typename R::Config;
     if (!decode) return false;
-    const int nt = kbit::decode_nt(a), act = kbit::decode_act_rows(a, sms, nt);
+    int nt = 0, act = 0;
+    kbit::decode_shape(a, sms, nt, act);
     return C::kBits == cs.bits && C::kNT == kbit::decode_tile_nt(cs.bits, nt, act) && C::kActRows == act &&
            std::is_same_v<C, Dec<C::kBits, C::kNT, C::kActRows>>;
   }
@@ -555,6 +556,16 @@ int main(int argc, char** argv) {
   run_case({"dec_70b_gateup_m1_k2_a4", 28672, 8192, 1, D, 0, 2}, Runner<DecV<2, 16, 4, 3, 4>, D>{});
   run_case({"dec_70b_gateup_m1_k2_a1s4", 28672, 8192, 1, D, 0, 2}, Runner<DecV<2, 16, 4, 4, 1>, D>{});
   run_case({"dec_70b_gateup_m1_k2_s4", 28672, 8192, 1, D, 0, 2}, Runner<DecV<2, 16, 4, 4, 4>, D>{});
+  // 128-row warp tiles (kNT = 8; 12 warps for their 168 registers: 16 spill)
+  // at M = 1, one activation row (v43).
+  run_case({"dec_70b_gateup_m1_k2_n8s2", 28672, 8192, 1, D, 0, 2}, Runner<DecV<2, 12, 8, 2, 1>, D>{});
+  run_case({"dec_70b_gateup_m1_k2_n8s3", 28672, 8192, 1, D, 0, 2}, Runner<DecV<2, 12, 8, 3, 1>, D>{});
+  run_case({"dec_70b_gateup_m1_k2_n8s4", 28672, 8192, 1, D, 0, 2}, Runner<DecV<2, 12, 8, 4, 1>, D>{});
+  run_case({"dec_70b_down_m1_k2", 8192, 28672, 1, D, 0, 2}, Runner<Dec<2, 4, 1>, D>{});
+  run_case({"dec_70b_down_m1_k2_n8s3", 8192, 28672, 1, D, 0, 2}, Runner<DecV<2, 12, 8, 3, 1>, D>{});
+  run_case({"dec_8b_gateup_m1_k2_n8s3", 14336, 4096, 1, D, 0, 2}, Runner<DecV<2, 12, 8, 3, 1>, D>{});
+  run_case({"dec_70b_gateup_m1_n8s2", 28672, 8192, 1, D, 0}, Runner<DecV<4, 12, 8, 2, 1>, D>{});
+  run_case({"dec_70b_down_m1_n8s2", 8192, 28672, 1, D, 0}, Runner<DecV<4, 12, 8, 2, 1>, D>{});
   run_case({"dec_70b_gateup_m4_k2", 28672, 8192, 4, D, 0, 2}, Runner<Dec<2, 4, 4>, D>{});
   run_case({"dec_70b_gateup_m4_k2_s4", 28672, 8192, 4, D, 0, 2}, Runner<DecV<2, 16, 4, 4, 4>, D>{});
   run_case({"dec_70b_gateup_m1_k3_s4", 28672, 8192, 1, D, 0, 3}, Runner<DecV<3, 16, 4, 4, 4>, D>{});
@@ -585,6 +596,8 @@ int main(int argc, char** argv) {
   run_case({"dec_few_m1_k3", 5128, 2048, 1, D, 0, 3}, Runner<DecV<3, 16, 4, 3, 4>, D>{});
   run_case({"dec_few_m1_k3_s4", 5128, 2048, 1, D, 0, 3}, Runner<DecV<3, 16, 4, 4, 4>, D>{});
   run_case({"dec_few_m1_k2_a1", 5128, 2048, 1, D, 0, 2}, Runner<DecV<2, 16, 4, 3, 1>, D>{});
+  run_case({"dec_few_m1_k2_n8", 5128, 2048, 1, D, 0, 2}, Runner<Dec<2, 8, 1>, D>{});
+  run_case({"dec_few_m1_n8", 5128, 2048, 1, D, 0}, Runner<DecV<4, 12, 8, 2, 1>, D>{});
   // Lane-permuted tables (kLanePerm, v41): k = 3 with 8 rows on 32-row tiles, k = 2 and 4 with 16-row slots.
   run_case({"dec_few_m8_k3", 5128, 2048, 8, D, 0, 3}, Runner<DecV<3, 16, 2, 4, 8>, D>{});
   run_case({"dec16_few_m16_k2", 5128, 2048, 16, D, 0, 2}, Runner<DecV<2, 12, 4, 2, 16>, D>{});
@@ -615,6 +628,18 @@ int main(int argc, char** argv) {
   run_case({"dec16_70b_gateup_m16_w8s2", 28672, 8192, 16, D, 0}, Runner<DecV<4, 8, 4, 2, 16>, D>{});
   run_case({"dec16_70b_down_m16_w8s3", 8192, 28672, 16, D, 0}, Runner<DecV<4, 8, 4, 3, 16>, D>{});
   run_case({"dec16_70b_gateup_m16_nt2s3", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
+  // 96-row warp tiles of 8 warps (kNT = 6; 160-222 registers): a third fewer
+  // activation bytes copied per weight than 64-row tiles (v43).
+  run_case({"dec16_70b_gateup_m16_w8n6", 28672, 8192, 16, D, 0}, Runner<DecV<4, 8, 6, 2, 16>, D>{});
+  run_case({"dec16_70b_down_m16_w8n6", 8192, 28672, 16, D, 0}, Runner<DecV<4, 8, 6, 2, 16>, D>{});
+  run_case({"dec16_70b_gateup_m16_k2_w8n6", 28672, 8192, 16, D, 0, 2}, Runner<DecV<2, 8, 6, 2, 16>, D>{});
+  run_case({"dec16_70b_gateup_m16_k3_w8n6", 28672, 8192, 16, D, 0, 3}, Runner<DecV<3, 8, 6, 2, 16>, D>{});
+  run_case({"dec16_8b_gateup_m16_w8n6", 14336, 4096, 16, D, 0}, Runner<DecV<4, 8, 6, 2, 16>, D>{});
+  run_case({"dec16_8b_down_m16_w8n6", 4096, 14336, 16, D, 0}, Runner<DecV<4, 8, 6, 2, 16>, D>{});
+  run_case({"dec16_few_m16_w8n6", 5128, 2048, 16, D, 0}, Runner<DecV<4, 8, 6, 2, 16>, D>{});
+  run_case({"dec_70b_gateup_m8_w8n6", 28672, 8192, 8, D, 0}, Runner<DecV<4, 8, 6, 3, 8>, D>{});
+  run_case({"dec_70b_down_m8_w8n6", 8192, 28672, 8, D, 0}, Runner<DecV<4, 8, 6, 3, 8>, D>{});
+  run_case({"dec_few_m8_w8n6", 5128, 2048, 8, D, 0}, Runner<DecV<4, 8, 6, 3, 8>, D>{});
   run_case({"dec16_8b_down_m16", 4096, 14336, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
   run_case({"dec16_8b_down_m16_nt2", 4096, 14336, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
   run_case({"8b_down_m16", 4096, 14336, 16, T, 0}, Runner<Tiled4<2>, T>{});

@@ -36,7 +36,9 @@ int main() {
       std::printf("none\n");
       continue;
     }
-    const int nt = forced64 ? 4 : kbit::decode_nt(a), act = kbit::decode_act_rows(a, 132, nt);
+    int nt = 4, act = 0;
+    if (forced64) act = kbit::decode_act_rows(a, 132, nt);
+    else kbit::decode_shape(a, 132, nt, act);
     if (const char* err = kbit::kbit_decode_dispatch(bits, 0, nt, act, Describe{})) std::printf("error %s\n", err);
   }
   return 0;
@@ -53,7 +55,10 @@ EXPECTED = {
     (8, *L70_DOWN, 1, 4): (12, 4, 3, 8),
     (8, *L70_GATEUP, 1, 2): (16, 4, 3, 8),    # k = 2: 16 warps fit
     (8, *L70_GATEUP, 1, 3): (12, 4, 3, 8),    # k = 3: 12 warps since v38 (16 sat at the register cap)
-    (1, *L70_GATEUP, 1, 2): (16, 4, 3, 1),    # k = 2 at M = 1: one row since v40 (no spill there now)
+    (1, *L70_GATEUP, 1, 2): (12, 8, 2, 1),    # k = 2 at M = 1: 128-row tiles of 12 warps since v43, one row
+    (1, *L70_DOWN, 1, 2): (12, 8, 2, 1),
+    (1, *L8_GATEUP, 1, 2): (16, 2, 4, 1),     # (under 2^27 weights: 32-row tiles)
+    (4, *L70_GATEUP, 1, 2): (16, 4, 3, 4),    # (M = 2..4: 64-row tiles)
     (1, *L70_GATEUP, 1, 3): (16, 4, 3, 4),    # k = 3: 4 rows (one row spills)
     (1, *L70_GATEUP, 1, 5): (12, 4, 3, 1),    # k = 5: 64-row tiles only with one row and 12 warps
     (4, *L70_GATEUP, 1, 5): (16, 2, 4, 4),
@@ -115,7 +120,7 @@ def test_every_choice_fits_one_sm(rule_exe):
             continue
         seen += 1
         warps, nt, stages, act, smem = c
-        assert warps in (12, 16) and nt in (2, 4) and stages in (2, 3, 4) and act in (0, 1, 4, 8, 16), (shape, c)
+        assert warps in (12, 16) and nt in (2, 4, 8) and stages in (2, 3, 4) and act in (0, 1, 4, 8, 16), (shape, c)
         assert smem <= 227 * 1024, (shape, c)
     assert seen > len(shapes) // 2
 

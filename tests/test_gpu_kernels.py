@@ -253,6 +253,19 @@ def test_kbit_decode_large_layer(bits, m, monkeypatch):
 
 
 @requires_sm80
+@pytest.mark.parametrize("k,dtype", [(8224, "float16"), (8192, "bfloat16")])
+def test_kbit_decode_k2_tile128(k, dtype, monkeypatch):
+    """k = 2 at M = 1 on layers of 2^27+ weights (no kernel forced): since v43
+    the decode kernel's 128-row warp tiles (12 warps, one activation row per
+    ring stage; test_decode_rule.py checks the choice). N = 16392 leaves a last
+    tile of 8 rows, K = 8224 (K % 64 == 32) a last K-tile of one block. Every
+    run passes the checker and gives the same bits."""
+    monkeypatch.delenv("KBIT_KERNEL", raising=False)
+    spec = dict(problem="kbit_gemm", m=1, n=16392, k=k, bits=2, dtype=dtype, experts=1, seed=23)
+    _check_same_bits(generate(spec, "cuda"))
+
+
+@requires_sm80
 @pytest.mark.parametrize("bits", [2, 3, 4, 5])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("experts,m,n,k", [(1, 1, 1000, 4128), (1, 1, 72, 96), (1, 1, 520, 2080), (1, 1, 4096, 2048),
