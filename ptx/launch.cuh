@@ -206,13 +206,16 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 // k = 2 at M = 1 on layers of 2^27+ weights: 128-row warp tiles (kNT = 8) of
 // 12 warps (168 registers; 16 warps spill), one activation row, 2 ring
 // stages: a stage's copies, waits, scale decode and loop control serve twice
-// the weights (sm_90a: 503 loop instructions per 128-row K-tile against 2 x 292
-// on 64-row tiles). By measurement (H100, tc_bench, graph us, two calls of
-// two rounds, docs/results.md v43): Llama-3-70B gate/up 32.5-33.1 against
-// 33.4-34.4 with 64-row tiles of 16 warps, down (3 stages) 33.5-34.6 against
-// 34.2-35.5; on Llama-3-8B gate/up 14.5-15.5 against 12.6-13.3 (half the
-// tiles of 64 rows), and at k = 4 (2 stages) 48.4-49.7 against 46.6-47.7, so
-// neither there. KBIT_DECODE_TILE128=0 turns it off (A/B).
+// the weights (sm_90a: 503 loop instructions per 128-row K-tile against
+// 2 x 292 on 64-row tiles). By measurement (H100, graph us, docs/results.md
+// v43): tc_bench, Llama-3-70B gate/up 32.5-33.1 (one reading of 16: 34.6)
+// against 33.4-34.4 with 64-row tiles of 16 warps, down (3 stages) 33.5-34.6
+// against 34.2-35.5; harness A/B, gate/up 33.46-33.63 against 34.38-34.39.
+// Not on Llama-3-8B (14.5-15.5 against 12.6-13.3: half the tiles of 64
+// rows), not at k = 4 (48.4-49.7 against 46.6-47.7), and not yet at M = 4
+// and 8, where 70B gate/up was 1.2-1.3 us faster but down level or 1.8 us
+// slower (its tiles split between CTAs and all their warps).
+// KBIT_DECODE_TILE128=0 turns it off (A/B).
 #ifndef KBIT_DECODE_TILE128
 #define KBIT_DECODE_TILE128 1
 #endif
@@ -660,7 +663,7 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f
 #endif
 #define KBIT_DECODE_T(BITS)                                                   \
   if (nt == 8) {                                                              \
-    if constexpr (BITS == 2 && KBIT_DECODE_ACT_ROWS > 0 && decode_act1_pays(BITS, 8)) { \
+    if constexpr (BITS == 2 && KBIT_DECODE_TILE128 && KBIT_DECODE_ACT_ROWS > 0 && decode_act1_pays(BITS, 8)) { \
       if (act == 1) {                                                         \
         KBIT_DECODE_ACT_(BITS, 8, 1)                                          \
       }                                                                       \

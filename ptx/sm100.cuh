@@ -17,6 +17,11 @@
 #ifndef KBIT_DECODE_ACT16
 #define KBIT_DECODE_ACT16 0
 #endif
+// So do the 128-row tiles of k = 2 at M = 1: they spill on sm_100a (48 bytes
+// at 168 registers; none on sm_90a and sm_80).
+#ifndef KBIT_DECODE_TILE128
+#define KBIT_DECODE_TILE128 0
+#endif
 
 namespace kbit {
 namespace ptx {

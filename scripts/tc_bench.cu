@@ -566,6 +566,14 @@ int main(int argc, char** argv) {
   run_case({"dec_8b_gateup_m1_k2_n8s3", 14336, 4096, 1, D, 0, 2}, Runner<DecV<2, 12, 8, 3, 1>, D>{});
   run_case({"dec_70b_gateup_m1_n8s2", 28672, 8192, 1, D, 0}, Runner<DecV<4, 12, 8, 2, 1>, D>{});
   run_case({"dec_70b_down_m1_n8s2", 8192, 28672, 1, D, 0}, Runner<DecV<4, 12, 8, 2, 1>, D>{});
+  run_case({"dec_70b_gateup_m4_k2_n8", 28672, 8192, 4, D, 0, 2}, Runner<DecV<2, 12, 8, 2, 4>, D>{});
+  run_case({"dec_70b_gateup_m8_k2_n8", 28672, 8192, 8, D, 0, 2}, Runner<DecV<2, 12, 8, 2, 8>, D>{});
+  run_case({"dec_70b_down_m4_k2", 8192, 28672, 4, D, 0, 2}, Runner<Dec<2, 4, 4>, D>{});
+  run_case({"dec_70b_down_m4_k2_n8", 8192, 28672, 4, D, 0, 2}, Runner<DecV<2, 12, 8, 2, 4>, D>{});
+  run_case({"dec_70b_down_m8_k2", 8192, 28672, 8, D, 0, 2}, Runner<Dec<2, 4, 8>, D>{});
+  run_case({"dec_70b_down_m8_k2_n8", 8192, 28672, 8, D, 0, 2}, Runner<DecV<2, 12, 8, 2, 8>, D>{});
+  run_case({"dec_few_m4_k2_n8", 5128, 2048, 4, D, 0, 2}, Runner<DecV<2, 12, 8, 2, 4>, D>{});
+  run_case({"dec_few_m8_k2_n8", 5128, 2048, 8, D, 0, 2}, Runner<DecV<2, 12, 8, 2, 8>, D>{});
   run_case({"dec_70b_gateup_m4_k2", 28672, 8192, 4, D, 0, 2}, Runner<Dec<2, 4, 4>, D>{});
   run_case({"dec_70b_gateup_m4_k2_s4", 28672, 8192, 4, D, 0, 2}, Runner<DecV<2, 16, 4, 4, 4>, D>{});
   run_case({"dec_70b_gateup_m1_k3_s4", 28672, 8192, 1, D, 0, 3}, Runner<DecV<3, 16, 4, 4, 4>, D>{});
