@@ -87,6 +87,9 @@ constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024
 #ifndef KBIT_DECODE_OPAQUE_CONSTS
 #define KBIT_DECODE_OPAQUE_CONSTS 1
 #endif
+#ifndef KBIT_DECODE_PART_PAD
+#define KBIT_DECODE_PART_PAD 1
+#endif
 
 template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_, int kActRows_ = 0>
 struct DecodeConfig {
@@ -216,13 +219,23 @@ struct DecodeConfig {
   // ptxas's code for the main loop, not from the sums (docs/results.md v39).
   static constexpr bool kSumByHelpers = kSmemAct && ((kBits <= 3 && kWarps == 16 && kNT == 4 && kActRows == 4) ||
                                                      (kBits == 5 && kWarps == 12));
+  // The part buffers the first warp adds alone (!kSumByHelpers) of the
+  // 32-row tiles with 16-row slots are column-major with kPartPad words after
+  // each column (part_word): no bank conflicts. By measurement (H100,
+  // tc_bench, v43, two rounds): Qwen3-Coder-Next M = 16 0.3-1.1 us faster,
+  // Llama-3-8B down 0.4; on the 64-row tiles of the 70B layers 0.5-1.1 us
+  // slower at M = 16 and 0.3-0.5 at M = 8, which keep the plain order.
+  // kPartFloats: one buffer in shared memory. KBIT_DECODE_PART_PAD=0:
+  // row-major, unpadded everywhere (A/B).
+  static constexpr int kPartPad = KBIT_DECODE_PART_PAD && !kSumByHelpers && kMH == 2 && kNT == 2 ? 4 : 0;
+  static constexpr int kPartFloats = (BLOCK_N + kPartPad) * kPartCols;
   // Tiles split between CTAs: two slots per CTA of kSumFloats 32-bit words
   // each in the workspace (finish_spanning).
   __host__ __device__ static constexpr size_t workspace_floats(int ctas) {
     return size_t(ctas) * 2 * kSumFloats;
   }
   static constexpr int kSumBytes =
-      kWarps * kSumFloats * 4 + (kWarps + 1) * 8 + (kDecodeBulkRing ? kWarps * kStages * 8 : 0);
+      kWarps * kPartFloats * 4 + (kWarps + 1) * 8 + (kDecodeBulkRing ? kWarps * kStages * 8 : 0);
 
   // Dynamic shared memory: table | part buffers, mbarriers (split tiles, then
   // ring stages) | per-warp rings | expert slot table. The slot table, whose
@@ -628,6 +641,20 @@ __device__ __forceinline__ void for_each_acc(float (&acc)[Cfg::kNT][Cfg::kAccReg
     for (int q = 0; q < Cfg::kAccRegs; ++q) f(acc[nt][q], nt * 16 + g + (q >> 1 & 1) * 8, (q >> 2) * 8 + 2 * t + (q & 1));
 }
 
+// Word of accumulator (n, m) (for_each_acc) in a part buffer of a tile split
+// between warps of a CTA, where the tile's first warp adds the later warps'
+// parts (!kSumByHelpers; sum_split_tile reads its buffers in plain order).
+// Plain order n * kPartCols + m puts a warp's 32 lanes (n = g + const, m =
+// 2t + const) on 8 banks at 16 columns and 16 at 8: 4- and 2-way conflicts on
+// every store and load of a part. Column-major with a row stride of BLOCK_N +
+// 4 words puts lane (g, t) on bank (8t + g + const) % 32: one each (where
+// kPartPad says).
+template <class Cfg>
+__device__ __forceinline__ int part_word(int n, int m) {
+  if constexpr (Cfg::kPartPad == 0) return n * Cfg::kPartCols + m;
+  return m * (Cfg::BLOCK_N + Cfg::kPartPad) + n;
+}
+
 // The activation B fragments of one K-tile for thread (g, t): row g of the
 // slot, k = 32 blk + 8 j + 2t (two elements each), j = 0..3 (b0, b1 of the
 // two k16 steps). Rows past the slot are not loaded (their MMA columns are
@@ -943,7 +970,7 @@ __device__ __forceinline__ void sum_split_tile(float* workspace, typename Cfg::T
     }
 #pragma unroll 1
     for (uint32_t m = later; m; m &= m - 1) {
-      const float* theirs = parts + (__ffs(m) - 1) * Cfg::kSumFloats;
+      const float* theirs = parts + (__ffs(m) - 1) * Cfg::kPartFloats;
 #pragma unroll
       for (int j = 0; j < kGroup; ++j) sum[j] += theirs[idx[j]];
     }
@@ -1188,7 +1215,7 @@ kbit_decode_kernel(const DecodeParams p) {
   uint8_t* lut = decode_smem;
   int* slot_start = reinterpret_cast<int*>(decode_smem + Cfg::kSlotOffset);
   float* parts = reinterpret_cast<float*>(decode_smem + Cfg::kSumOffset);
-  const uint32_t bars = ptx::smem_u32(parts + Cfg::kWarps * Cfg::kSumFloats);
+  const uint32_t bars = ptx::smem_u32(parts + Cfg::kWarps * Cfg::kPartFloats);
   const uint32_t ring_bars = bars + 8 * (Cfg::kWarps + 1) + 8 * Cfg::kStages * (threadIdx.x >> 5);
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   uint8_t* ring = decode_smem + Cfg::kRingOffset + size_t(warp) * Cfg::kWarpBytes;
@@ -1574,7 +1601,7 @@ kbit_decode_kernel(const DecodeParams p) {
           // past its reads of them once the MMAs have its accumulators, but
           // racecheck does not see that ordering; the barrier states it.)
           if (warp == first) __syncwarp();
-          float* mine = warp == first ? reinterpret_cast<float*>(ring) : parts + warp * Cfg::kSumFloats;
+          float* mine = warp == first ? reinterpret_cast<float*>(ring) : parts + warp * Cfg::kPartFloats;
           for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
             if (m < pos.rows) mine[n * Cfg::kPartCols + m] = x;
           });
@@ -1597,9 +1624,9 @@ kbit_decode_kernel(const DecodeParams p) {
           // A later warp of the tile: its part goes to its own buffer (no
           // atomics), then every lane counts in (mbarrier arrive: release of the
           // lane's own stores at CTA scope, no wait for in-flight copies).
-          float* mine = parts + warp * Cfg::kSumFloats;
+          float* mine = parts + warp * Cfg::kPartFloats;
           for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
-            if (m < pos.rows) mine[n * Cfg::kPartCols + m] = x;
+            if (m < pos.rows) mine[part_word<Cfg>(n, m)] = x;
           });
           ptx::mbarrier_arrive(bar);
           store = false;
@@ -1631,10 +1658,10 @@ kbit_decode_kernel(const DecodeParams p) {
 #pragma unroll
               for (int j = 0; j < kBatch; ++j) {
                 const bool has = others != 0;
-                const float* theirs = parts + (has ? __ffs(others) - 1 : 0) * Cfg::kSumFloats;
+                const float* theirs = parts + (has ? __ffs(others) - 1 : 0) * Cfg::kPartFloats;
                 others &= others - 1;
                 for_each_acc<Cfg>(v[j], g, t, [&](float& x, int n, int m) {
-                  x = has && m < pos.rows ? theirs[n * Cfg::kPartCols + m] : 0.f;
+                  x = has && m < pos.rows ? theirs[part_word<Cfg>(n, m)] : 0.f;
                 });
               }
 #pragma unroll
