@@ -953,6 +953,7 @@ __device__ __forceinline__ void sum_split_tile(float* workspace, typename Cfg::T
   using T = typename Cfg::T;
   static_assert(Cfg::kSumFloats * 4 <= Cfg::kStages * Cfg::kStageBytes, "a part fits the ring's stages");
   static_assert(Cfg::kSumFloats % kWarpSize == 0, "whole 32-word chunks");
+  static_assert(Cfg::kPartPad == 0, "the parts in plain order (part_word): word idx is (idx / kPartCols, idx % kPartCols)");
   constexpr int kChunks = Cfg::kSumFloats / kWarpSize, kGroup = 4;   // kGroup chunks' loads in flight
   const float* own = reinterpret_cast<const float*>(smem + Cfg::kRingOffset + size_t(first) * Cfg::kWarpBytes);
   const float* parts = reinterpret_cast<const float*>(smem + Cfg::kSumOffset);
@@ -1603,7 +1604,7 @@ kbit_decode_kernel(const DecodeParams p) {
           if (warp == first) __syncwarp();
           float* mine = warp == first ? reinterpret_cast<float*>(ring) : parts + warp * Cfg::kPartFloats;
           for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
-            if (m < pos.rows) mine[n * Cfg::kPartCols + m] = x;
+            if (m < pos.rows) mine[part_word<Cfg>(n, m)] = x;
           });
           ptx::mbarrier_arrive(bars + 8 * ((e.y >> 8) & 255));
           store = false;

@@ -60,12 +60,17 @@ def _wrapper_build(family: str, arch: str):
     return proc.returncode, proc.stderr
 
 
+def _family_keys(family: str) -> list:
+    """The builds of a family: one per target (run.compile_jobs)."""
+    return [("family", f, a) for f, a, _ in run.compile_jobs([family])]
+
+
 def _keys_of(item) -> list:
     """The builds a collected test of this module needs."""
     name = getattr(item, "originalname", item.name)
     params = getattr(getattr(item, "callspec", None), "params", {})
     if name == "test_family_compiles_without_spills":
-        return [("family", f, a) for f, a, _ in run.compile_jobs([params["family"]])]
+        return _family_keys(params["family"])
     if name == "test_standalone_tool_compiles":
         return [("tool", params["tool"])]
     if name == "test_gpu_wrapper_tests_compile":
@@ -131,7 +136,7 @@ def test_planted_syntax_error_fails():
 def test_family_compiles_without_spills(family, builds):
     lines = []
     ok = True
-    for key in [("family", f, a) for f, a, _ in run.compile_jobs([family])]:
+    for key in _family_keys(family):
         ok = run.log_compile_result(builds[key].result(), lines.append) and ok
     assert ok, "\n".join(lines)
     assert any("kbit_gemm_kernel" in l or "kbit_gemm" in l for l in lines)
