@@ -163,7 +163,7 @@ inline bool decode_dense_wide(const kbit_api::KbitArgs& a) {
 #define KBIT_DECODE_ACT8 1
 #endif
 constexpr bool decode_act8_fits(int bits, int nt) {
-  return KBIT_DECODE_ACT8 && KBIT_DECODE_ACT_ROWS > 0 && (nt == 2 || nt == 4) && bits != 5;
+  return KBIT_DECODE_ACT8 && KBIT_DECODE_ACT_ROWS > 0 && (nt == 2 || nt == 4 || (nt == 8 && bits == 2)) && bits != 5;
 }
 // Dense M = 9..16: 16-row slots, the 16 activation rows in the ring stages
 // (kActRows = 16; each dequantized fragment feeds two n8 MMAs). The shape rule
@@ -212,20 +212,25 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 // against 33.4-34.4 with 64-row tiles of 16 warps, down (3 stages) 33.5-34.6
 // against 34.2-35.5; harness A/B, gate/up 33.46-33.63 against 34.38-34.39.
 // Not on Llama-3-8B (14.5-15.5 against 12.6-13.3: half the tiles of 64
-// rows), not at k = 4 (48.4-49.7 against 46.6-47.7), and not yet at M = 4
-// and 8, where 70B gate/up was 1.2-1.3 us faster but down level or 1.8 us
-// slower (its tiles split between CTAs and all their warps).
+// rows), not at k = 4 (48.4-49.7 against 46.6-47.7).
+// At M = 2..8 (4 or 8 activation rows per stage, 2 stages) only where every
+// CTA has a tile of 128 rows or more (cdiv(N, 128) >= CTAs): tc_bench, v43,
+// Llama-3-70B gate/up (224 tiles) M = 4 35.0-35.4 against 36.5-36.7 us, M = 8
+// 37.8-38.0 against 39.0-39.6; down (64 tiles, each split between two CTAs
+// and all their warps: larger parts to add) level at M = 4 and 1.8 us slower
+// at M = 8 (docs/results.md v43, v44).
 // KBIT_DECODE_TILE128=0 turns it off (A/B).
 #ifndef KBIT_DECODE_TILE128
 #define KBIT_DECODE_TILE128 1
 #endif
 constexpr bool decode_act1_pays(int bits, int nt);   // (below)
-inline bool decode_tile128(const kbit_api::KbitArgs& a) {
-  return KBIT_DECODE_TILE128 && KBIT_DECODE_NT == 0 && a.E == 1 && a.M == 1 && a.bits == 2 &&
-         decode_large_layer(a) && decode_act1_pays(2, 8) && KBIT_DECODE_ACT_ROWS > 0;
+inline bool decode_tile128(const kbit_api::KbitArgs& a, int ctas) {
+  return KBIT_DECODE_TILE128 && KBIT_DECODE_NT == 0 && a.E == 1 && a.bits == 2 && decode_large_layer(a) &&
+         KBIT_DECODE_ACT_ROWS > 0 &&
+         (a.M == 1 ? decode_act1_pays(2, 8) : a.M <= 8 && (long long)cdiv(a.N, 128) >= ctas);
 }
-inline int decode_nt(const kbit_api::KbitArgs& a) {
-  if (decode_tile128(a)) return 8;
+inline int decode_nt(const kbit_api::KbitArgs& a, int ctas) {
+  if (decode_tile128(a, ctas)) return 8;
   if (decode_dense16(a)) return decode_large_layer(a) ? 4 : 2;   // (k = 5: 32-row tiles, decode_tile_nt)
   if (decode_dense_wide(a)) return decode_large_layer(a) || !decode_act8_fits(a.bits, 2) ? 4 : 2;
   if (a.E == 1 && a.M == 1 && a.bits == 4 && (long long)a.N * a.K >= (1ll << 25)) return 4;
@@ -275,12 +280,12 @@ inline int decode_act_rows(const kbit_api::KbitArgs& a, int ctas, int nt) {
 
 // The decode configuration of a shape: 16-row tiles per warp (decode_nt) and
 // activation rows per stage (decode_act_rows). The 128-row tiles exist with
-// one row only: where the split arithmetic does not fit 32 bits (the rows
-// then stay in registers), 64-row tiles.
+// the rows in the stages only: where the split arithmetic does not fit 32
+// bits (the rows then stay in registers), 64-row tiles.
 inline void decode_shape(const kbit_api::KbitArgs& a, int ctas, int& nt, int& act) {
-  nt = decode_nt(a);
+  nt = decode_nt(a, ctas);
   act = decode_act_rows(a, ctas, nt);
-  if (nt == 8 && act != 1) {
+  if (nt == 8 && act == 0) {
     nt = 4;
     act = decode_act_rows(a, ctas, nt);
   }
@@ -629,7 +634,7 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
 }
 
 // Calls f.template operator()<DecodeCfg<bits, dtype, nt, act>>() (nt: 2 or 4,
-// or 8 with k = 2 and act = 1 (decode_tile128); act: 0, KBIT_DECODE_ACT_ROWS,
+// or 8 with k = 2 and act = 1, KBIT_DECODE_ACT_ROWS or 8 (decode_tile128); act: 0, KBIT_DECODE_ACT_ROWS,
 // 1 where decode_act1_pays, 8 where decode_act8_fits, 16 where decode_dense16).
 template <class F>
 const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f) {
@@ -663,12 +668,22 @@ const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f
 #endif
 #define KBIT_DECODE_T(BITS)                                                   \
   if (nt == 8) {                                                              \
-    if constexpr (BITS == 2 && KBIT_DECODE_TILE128 && KBIT_DECODE_ACT_ROWS > 0 && decode_act1_pays(BITS, 8)) { \
-      if (act == 1) {                                                         \
-        KBIT_DECODE_ACT_(BITS, 8, 1)                                          \
+    if constexpr (BITS == 2 && KBIT_DECODE_TILE128 && KBIT_DECODE_ACT_ROWS > 0) { \
+      if constexpr (decode_act1_pays(BITS, 8)) {                              \
+        if (act == 1) {                                                       \
+          KBIT_DECODE_ACT_(BITS, 8, 1)                                        \
+        }                                                                     \
+      }                                                                       \
+      if constexpr (decode_act8_fits(BITS, 8)) {                              \
+        if (act == 8) {                                                       \
+          KBIT_DECODE_ACT_(BITS, 8, 8)                                        \
+        }                                                                     \
+      }                                                                       \
+      if (act == KBIT_DECODE_ACT_ROWS) {                                      \
+        KBIT_DECODE_ACT_(BITS, 8, KBIT_DECODE_ACT_ROWS)                       \
       }                                                                       \
     }                                                                         \
-    return "kbit: internal error: 128-row decode tiles serve k = 2 with one activation row only"; \
+    return "kbit: internal error: 128-row decode tiles serve k = 2 with the activation rows in the stages only"; \
   } else if (nt == 4) {                                                       \
     KBIT_DECODE_NT_(BITS, 4)                                                  \
   } else {                                                                    \

@@ -2,7 +2,7 @@
 decode_warps, decode_tile_nt, DecodeCfg), run on the host: for each shape, the
 configuration kbit_decode_dispatch selects (warps, 16-row tiles per warp, ring
 stages, activation rows per stage, shared memory). It checks the choices
-docs/results.md v35-v38 measured and wrote down, and that every configuration the
+docs/results.md v35-v44 measured and wrote down, and that every configuration the
 rule can pick fits one H100 SM (227 KB)."""
 import subprocess
 
@@ -53,12 +53,16 @@ EXPECTED = {
     (4, *L70_GATEUP, 1, 4): (12, 4, 3, 4),
     (8, *L70_GATEUP, 1, 4): (12, 4, 3, 8),    # the 8 rows in 64-row stages fit only with 12 warps
     (8, *L70_DOWN, 1, 4): (12, 4, 3, 8),
-    (8, *L70_GATEUP, 1, 2): (16, 4, 3, 8),    # k = 2: 16 warps fit
+    (8, *L70_DOWN, 1, 2): (16, 4, 3, 8),      # k = 2: 16 warps fit (64 tiles of 128 rows: fewer than CTAs)
+    (8, *L70_GATEUP, 1, 2): (12, 8, 2, 8),    # k = 2, M = 2..8, 128 rows per CTA at least: 128-row tiles (v44)
+    (2, *L70_GATEUP, 1, 2): (12, 8, 2, 4),
+    (2, 16392, 8224, 1, 2): (16, 4, 3, 4),    # (129 tiles of 128 rows < 132 CTAs: 64-row tiles)
     (8, *L70_GATEUP, 1, 3): (12, 4, 3, 8),    # k = 3: 12 warps since v38 (16 sat at the register cap)
     (1, *L70_GATEUP, 1, 2): (12, 8, 2, 1),    # k = 2 at M = 1: 128-row tiles of 12 warps since v43, one row
     (1, *L70_DOWN, 1, 2): (12, 8, 2, 1),
     (1, *L8_GATEUP, 1, 2): (16, 2, 4, 1),     # (under 2^27 weights: 32-row tiles)
-    (4, *L70_GATEUP, 1, 2): (16, 4, 3, 4),    # (M = 2..4: 64-row tiles)
+    (4, *L70_GATEUP, 1, 2): (12, 8, 2, 4),
+    (4, *L70_DOWN, 1, 2): (16, 4, 3, 4),
     (1, *L70_GATEUP, 1, 3): (16, 4, 3, 4),    # k = 3: 4 rows (one row spills)
     (1, *L70_GATEUP, 1, 5): (12, 4, 3, 1),    # k = 5: 64-row tiles only with one row and 12 warps
     (4, *L70_GATEUP, 1, 5): (16, 2, 4, 4),

@@ -253,15 +253,20 @@ def test_kbit_decode_large_layer(bits, m, monkeypatch):
 
 
 @requires_sm80
-@pytest.mark.parametrize("k,dtype", [(8224, "float16"), (8192, "bfloat16")])
-def test_kbit_decode_k2_tile128(k, dtype, monkeypatch):
-    """k = 2 at M = 1 on layers of 2^27+ weights (no kernel forced): since v43
-    the decode kernel's 128-row warp tiles (12 warps, one activation row per
-    ring stage; test_decode_rule.py checks the choice). N = 16392 leaves a last
-    tile of 8 rows, K = 8224 (K % 64 == 32) a last K-tile of one block. Every
-    run passes the checker and gives the same bits."""
+@pytest.mark.parametrize("m,n,k,dtype", [(1, 16392, 8224, "float16"), (1, 16392, 8192, "bfloat16"),
+                                         (3, 16904, 8224, "float16"), (6, 16904, 8224, "bfloat16"),
+                                         (8, 16904, 8192, "float16")])
+def test_kbit_decode_k2_tile128(m, n, k, dtype, monkeypatch):
+    """k = 2 on layers of 2^27+ weights (no kernel forced): the decode kernel's
+    128-row warp tiles (12 warps, 2 stages) at M = 1 since v43 (one activation
+    row per ring stage) and at M = 2..8 since v44 where every CTA has a tile
+    (4 or 8 rows per stage; N = 16904 is 133 tiles, one more than an H100's or
+    H200's SMs; test_decode_rule.py checks the choices). N = 16392 and 16904
+    leave a last tile of 8 rows, K = 8224 (K % 64 == 32) a last K-tile of one
+    block; M = 3 and 6 leave rows of the stages unused. Every run passes the
+    checker and gives the same bits."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
-    spec = dict(problem="kbit_gemm", m=1, n=16392, k=k, bits=2, dtype=dtype, experts=1, seed=23)
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=2, dtype=dtype, experts=1, seed=23)
     _check_same_bits(generate(spec, "cuda"))
 
 
