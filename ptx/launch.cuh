@@ -214,11 +214,12 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 // Not on Llama-3-8B (14.5-15.5 against 12.6-13.3: half the tiles of 64
 // rows), not at k = 4 (48.4-49.7 against 46.6-47.7).
 // At M = 2..8 (4 or 8 activation rows per stage, 2 stages) only where every
-// CTA has a tile of 128 rows or more (cdiv(N, 128) >= CTAs): tc_bench, v43,
-// Llama-3-70B gate/up (224 tiles) M = 4 35.0-35.4 against 36.5-36.7 us, M = 8
-// 37.8-38.0 against 39.0-39.6; down (64 tiles, each split between two CTAs
+// CTA has a tile of 128 rows or more (cdiv(N, 128) >= CTAs): tc_bench, v44,
+// Llama-3-70B gate/up (224 tiles) M = 2 34.0-34.1 against 35.3-35.5 us, M = 4
+// 35.0-35.2 against 36.3-36.4, M = 6 35.7-36.2 against 38.0-38.3, M = 8
+// 38.1-38.5 against 38.5-39.5; down (64 tiles, each split between two CTAs
 // and all their warps: larger parts to add) level at M = 4 and 1.8 us slower
-// at M = 8 (docs/results.md v43, v44).
+// at M = 8 (v43; docs/results.md v43, v44).
 // KBIT_DECODE_TILE128=0 turns it off (A/B).
 #ifndef KBIT_DECODE_TILE128
 #define KBIT_DECODE_TILE128 1
