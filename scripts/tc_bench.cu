@@ -567,6 +567,11 @@ int main(int argc, char** argv) {
   run_case({"dec_70b_gateup_m1_n8s2", 28672, 8192, 1, D, 0}, Runner<DecV<4, 12, 8, 2, 1>, D>{});
   run_case({"dec_70b_down_m1_n8s2", 8192, 28672, 1, D, 0}, Runner<DecV<4, 12, 8, 2, 1>, D>{});
   run_case({"dec_70b_gateup_m4_k2_n8", 28672, 8192, 4, D, 0, 2}, Runner<DecV<2, 12, 8, 2, 4>, D>{});
+  run_case({"dec_70b_gateup_m4_n8", 28672, 8192, 4, D, 0}, Runner<DecV<4, 12, 8, 2, 4>, D>{});
+  run_case({"dec_70b_down_m4", 8192, 28672, 4, D, 0}, Runner<Dec<4, 4, 4>, D>{});
+  run_case({"dec_70b_down_m4_n8", 8192, 28672, 4, D, 0}, Runner<DecV<4, 12, 8, 2, 4>, D>{});
+  run_case({"dec_70b_gateup_m2", 28672, 8192, 2, D, 0}, Runner<Dec<4, 4, 4>, D>{});
+  run_case({"dec_70b_gateup_m2_n8", 28672, 8192, 2, D, 0}, Runner<DecV<4, 12, 8, 2, 4>, D>{});
   run_case({"dec_70b_gateup_m2_k2", 28672, 8192, 2, D, 0, 2}, Runner<Dec<2, 4, 4>, D>{});
   run_case({"dec_70b_gateup_m2_k2_n8", 28672, 8192, 2, D, 0, 2}, Runner<DecV<2, 12, 8, 2, 4>, D>{});
   run_case({"dec_70b_gateup_m6_k2", 28672, 8192, 6, D, 0, 2}, Runner<Dec<2, 4, 8>, D>{});
