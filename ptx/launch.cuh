@@ -219,7 +219,7 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 // 35.0-35.2 against 36.3-36.4, M = 6 35.7-36.2 against 38.0-38.3, M = 8
 // 38.1-38.5 against 38.5-39.5; down (64 tiles, each split between two CTAs
 // and all their warps: larger parts to add) level at M = 4 and 1.8 us slower
-// at M = 8 (v43; docs/results.md v43, v44).
+// at M = 8 (measured in v43). docs/results.md v43, v44.
 // KBIT_DECODE_TILE128=0 turns it off (A/B).
 #ifndef KBIT_DECODE_TILE128
 #define KBIT_DECODE_TILE128 1
