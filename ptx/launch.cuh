@@ -202,7 +202,9 @@ inline bool decode_kernel_pays(const kbit_api::KbitArgs& a) {
 // gate/up 15.9-16.0 vs 16.2-16.6 us, down 16.4 vs 17.2 (v35, harness, two
 // rounds each; tc_bench 15.4-17.0 vs 15.9-16.8 and 16.4-17.2 vs 16.6-17.9);
 // at M = 4 they were level or slower there (down 18.1-19.0 vs 17.7-18.6),
-// so 2^27 stays the bound for M = 2..4.
+// so 2^27 stays the bound for M = 2..4. Below 2^27, 32-row tiles where only
+// their count aligns to the grid (decode_aligned_ctas): Llama-3-8B down (128
+// tiles of 32 rows, 64 of 64) 14.9-15.8 vs 16.1-16.8 us (v46, tc_bench).
 // k = 2 at M = 1 on layers of 2^27+ weights: 128-row warp tiles (kNT = 8) of
 // 12 warps (168 registers; 16 warps spill), one activation row, 2 ring
 // stages: a stage's copies, waits, scale decode and loop control serve twice
@@ -230,11 +232,45 @@ inline bool decode_tile128(const kbit_api::KbitArgs& a, int ctas) {
          KBIT_DECODE_ACT_ROWS > 0 &&
          (a.M == 1 ? decode_act1_pays(2, 8) : a.M <= 8 && (long long)cdiv(a.N, 128) >= ctas);
 }
+// Dense decode grids aligned to tiles: where a grid of at most the resident
+// CTAs and at least KBIT_DECODE_ALIGN % of them divides the tile count, every
+// CTA takes whole tiles and no tile is split between CTAs: no slot stores,
+// count or slot loads at the end of the call, which cost 1-4 us there
+// (docs/results.md v45, probe 4096). H100, tc_bench, v46, against the full
+// grid (132 CTAs): Llama-3-70B down (128 tiles of 64 rows on 128 CTAs) M = 1
+// 45.3-46.4 vs 47.2-47.7 us, M = 4 45.5-46.2 vs 48.4-48.7, M = 8 46.5-47.5
+// vs 50.2-51.0, M = 16 56.4-57.2 vs 61.0-61.2; Llama-3-8B down (128 tiles of
+// 32 rows) M = 4 16.1-16.7 vs 18.1-18.3, M = 8 16.3-17.0 vs 19.2-19.4,
+// M = 16 20.6-21.1 vs 23.8-24.0. A grid of 112 for Llama-3-70B gate/up (448
+// tiles, KBIT_DECODE_ALIGN=84) was 2.5-3.3 us slower: too few SMs to keep
+// the dequantization up. 0 turns it off (A/B).
+#ifndef KBIT_DECODE_ALIGN
+#define KBIT_DECODE_ALIGN 96
+#endif
+// The aligned grid for `tiles` on at most `ctas` CTAs, or 0 where none is.
+inline int decode_aligned_ctas(long long tiles, int ctas) {
+  if (KBIT_DECODE_ALIGN <= 0 || KBIT_DECODE_ALIGN > 100) return 0;
+  for (int g = ctas; g > 0 && g * 100ll >= (long long)ctas * KBIT_DECODE_ALIGN; --g)
+    if (tiles % g == 0) return g;
+  return 0;
+}
+// The grid of a dense decode call: aligned where the layer fills the grid
+// (a smaller one gets fewer CTAs from the split itself: decode_ctas).
+inline int decode_aligned_grid(long long tiles, long long units, int per_cta, int grid) {
+  if ((units + per_cta - 1) / per_cta < grid) return grid;
+  const int g = decode_aligned_ctas(tiles, grid);
+  return g > 0 ? g : grid;
+}
+
 inline int decode_nt(const kbit_api::KbitArgs& a, int ctas) {
   if (decode_tile128(a, ctas)) return 8;
   if (decode_dense16(a)) return decode_large_layer(a) ? 4 : 2;   // (k = 5: 32-row tiles, decode_tile_nt)
   if (decode_dense_wide(a)) return decode_large_layer(a) || !decode_act8_fits(a.bits, 2) ? 4 : 2;
-  if (a.E == 1 && a.M == 1 && a.bits == 4 && (long long)a.N * a.K >= (1ll << 25)) return 4;
+  if (a.E == 1 && a.M == 1 && a.bits == 4 && (long long)a.N * a.K >= (1ll << 25))
+    return decode_large_layer(a) || decode_aligned_ctas(cdiv(a.N, 64), ctas) ||
+                   !decode_aligned_ctas(cdiv(a.N, 32), ctas)
+               ? 4
+               : 2;   // (32-row tiles where only they align: Llama-3-8B down)
   return decode_large_layer(a) || a.E > 1 ? 4 : 2;
 }
 // The dense configurations' 32-bit split arithmetic (DecodeSplit<.., true>):
@@ -625,6 +661,10 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
   const char* err = kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), a, device, plan);
   // The slots of tiles split between CTAs (finish_spanning) in place of
   // the tiled kernels' per-tile sums.
+  if (err == nullptr && a.E == 1) {
+    const long long tiles = (long long)cdiv(a.M, Cfg::BLOCK_M) * cdiv(a.N, Cfg::BLOCK_N);
+    plan->grid = decode_aligned_grid(tiles, tiles * a.k_tiles, Cfg::kWarps * kDecodeMinUnits, plan->grid);
+  }
   if (plan->workspace_floats < Cfg::workspace_floats(plan->grid))
     plan->workspace_floats = Cfg::workspace_floats(plan->grid);
   if (err == nullptr && plan->grid >= (1 << 15))   // ends_s packs a tile's first CTA into 15 bits

@@ -605,6 +605,12 @@ int main(int argc, char** argv) {
   run_case({"dec_8b_gateup_m4", 14336, 4096, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
   run_case({"dec_8b_down_m4", 4096, 14336, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
   run_case({"dec_8b_gateup_m8", 14336, 4096, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
+  run_case({"dec_8b_down_m8", 4096, 14336, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
+  // 32-row tiles on Llama-3-70B gate/up (896 tiles: whole tiles on 128 CTAs, KBIT_DECODE_ALIGN)
+  run_case({"dec_70b_gateup_m1_nt2a1", 28672, 8192, 1, D, 0}, Runner<DecV<4, 16, 2, 4, 1>, D>{});
+  run_case({"dec_70b_gateup_m4_nt2", 28672, 8192, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
+  run_case({"dec_70b_gateup_m8_nt2", 28672, 8192, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
+  run_case({"dec16_70b_gateup_m16_nt2", 28672, 8192, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
   run_case({"70b_gateup_m16", 28672, 8192, 16, T, 0}, Runner<Tiled4<2>, T>{});
   // Few units per warp: 5128 x 2048, 32-row tiles of 32 K-tiles, ~39 units
   // per CTA: tiles split between ~13 warps and 2-3 CTAs.

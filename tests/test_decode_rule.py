@@ -2,7 +2,7 @@
 decode_warps, decode_tile_nt, DecodeCfg), run on the host: for each shape, the
 configuration kbit_decode_dispatch selects (warps, 16-row tiles per warp, ring
 stages, activation rows per stage, shared memory). It checks the choices
-docs/results.md v35-v44 measured and wrote down, and that every configuration the
+docs/results.md v35-v46 measured and wrote down, and that every configuration the
 rule can pick fits one H100 SM (227 KB)."""
 import subprocess
 
@@ -67,7 +67,7 @@ EXPECTED = {
     (1, *L70_GATEUP, 1, 5): (12, 4, 3, 1),    # k = 5: 64-row tiles only with one row and 12 warps
     (4, *L70_GATEUP, 1, 5): (16, 2, 4, 4),
     (1, *L8_GATEUP, 1, 4): (12, 4, 3, 1),     # M = 1, k = 4 from 2^25 weights
-    (1, *L8_DOWN, 1, 4): (12, 4, 3, 1),
+    (1, *L8_DOWN, 1, 4): (16, 2, 4, 1),       # v46: unless only 32-row tiles align to the grid (128 tiles)
     (4, *L8_GATEUP, 1, 4): (16, 2, 4, 4),     # 2^25..2^27 weights at M = 2..8: 32-row tiles
     (8, *L8_GATEUP, 1, 4): (16, 2, 4, 8),
     (1, 4096, 4104, 1, 4): (16, 2, 4, 1),     # 2^24..2^25 weights: 32-row tiles, one row
@@ -127,6 +127,45 @@ def test_every_choice_fits_one_sm(rule_exe):
         assert warps in (12, 16) and nt in (2, 4, 8) and stages in (2, 3, 4) and act in (0, 1, 4, 8, 16), (shape, c)
         assert smem <= 227 * 1024, (shape, c)
     assert seen > len(shapes) // 2
+
+
+# v46: dense decode grids aligned to whole tiles per CTA (launch.cuh,
+# decode_aligned_grid): (tiles, units, units per CTA at least, grid) -> grid.
+GRID_PROGRAM = r"""
+#define KBIT_LAUNCH_NO_API
+#include "api.h"
+#include "sm80.cuh"
+#include "kbit_gemm.cuh"
+#include "kbit_decode.cuh"
+#include "kbit_gemv.cuh"
+#include "launch.cuh"
+#include <cstdio>
+int main() {
+  long long tiles, units;
+  int per_cta, grid;
+  while (std::scanf("%lld %lld %d %d", &tiles, &units, &per_cta, &grid) == 4)
+    std::printf("%d\n", kbit::decode_aligned_grid(tiles, units, per_cta, grid));
+  return 0;
+}
+"""
+GRID_EXPECTED = {
+    (128, 128 * 448, 24, 132): 128,   # Llama-3-70B down, 64-row tiles: one tile per CTA
+    (128, 128 * 224, 32, 132): 128,   # Llama-3-8B down, 32-row tiles
+    (256, 256 * 448, 32, 132): 128,   # two tiles per CTA
+    (448, 448 * 128, 24, 132): 132,   # Llama-3-70B gate/up: 112 CTAs would be too few (v46), no grid of 127..132
+    (131, 131 * 128, 24, 132): 131,
+    (126, 126 * 128, 24, 132): 132,   # 126 < 96 % of 132
+    (128, 128 * 32, 32, 132): 132,    # a small layer: the split gives it 128 CTAs by itself (decode_ctas)
+    (264, 264 * 64, 24, 264): 264,    # already aligned
+}
+
+
+def test_aligned_grid(tmp_path_factory):
+    exe = build_host_program(tmp_path_factory, "aligned_grid", GRID_PROGRAM)
+    shapes = list(GRID_EXPECTED)
+    out = subprocess.run([str(exe)], input="".join(" ".join(map(str, s)) + "\n" for s in shapes),
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert dict(zip(shapes, map(int, out))) == GRID_EXPECTED
 
 
 # The plan's order in the sm90 family (launch.cuh, kbit_gemm_plan): the wgmma
