@@ -91,7 +91,8 @@ constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024
 #define KBIT_DECODE_PART_PAD 1
 #endif
 
-// Tuning: KBIT_DECODE_HELPERS=1, split-tile sums by helpers (DecodeConfig::kSumByHelpers) everywhere.
+// Tuning, split-tile sums by helpers (DecodeConfig::kSumByHelpers): KBIT_DECODE_HELPERS=1 everywhere,
+// 2 not for the 64-row k = 4 tiles (v45's rule), 3 for those at every activation row count.
 #ifndef KBIT_DECODE_HELPERS
 #define KBIT_DECODE_HELPERS 0
 #endif
@@ -232,7 +233,9 @@ struct DecodeConfig {
   // 16 warps: Llama-3-8B down M = 4 and 8 0.5-1.2 us slower.
   static constexpr bool kSumByHelpers = kSmemAct && (KBIT_DECODE_HELPERS == 1 ||
                                                      (kBits <= 3 && kWarps == 16 && kNT == 4 && kActRows == 4) ||
-                                                     (kBits == 4 && kWarps == 12 && kNT == 4) ||
+                                                     (kBits == 4 && kWarps == 12 && kNT == 4 &&
+                                                      (KBIT_DECODE_HELPERS == 3 ||
+                                                       (KBIT_DECODE_HELPERS == 0 && kActRows == 16))) ||
                                                      (kBits == 5 && kWarps == 12));
   // The part buffers the first warp adds alone (!kSumByHelpers) of the
   // 32-row tiles with 16-row slots are column-major with kPartPad words after
