@@ -34,6 +34,7 @@ struct KbitPlan {
                              // tiles per warp; 0: a tiled GEMM kernel
   int decode_act;            // decode kernel: activation rows carried in its ring stages
                              // (DecodeConfig::kActRows; 0: in registers)
+  int decode_helpers;        // decode kernel: split-tile sums by helper warps (launch.cuh decode_helpers)
   int wgmma;                 // the wgmma tiled kernel (kbit_wgmma.cuh, block_m rows per tile):
                              // 1, 2 or 3 16-row weight tiles per MMA warp, 4 128-row tiles
                              // of 8 MMA warps and one CTA each (launch.cuh wgmma_config_for)

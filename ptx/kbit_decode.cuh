@@ -91,12 +91,13 @@ constexpr bool kDecodeBulkRing = KBIT_HAS_BULK_COPY && (KBIT_DECODE_PROBE & 1024
 #define KBIT_DECODE_PART_PAD 1
 #endif
 
-// Tuning, split-tile sums by helpers (DecodeConfig::kSumByHelpers): KBIT_DECODE_HELPERS=1 everywhere,
-// 2 not for the 64-row k = 4 tiles (v45's rule), 3 for those at every activation row count.
+// Tuning: KBIT_DECODE_HELPERS=1, split-tile sums by helpers (DecodeConfig::kSumByHelpers) everywhere.
 #ifndef KBIT_DECODE_HELPERS
 #define KBIT_DECODE_HELPERS 0
 #endif
-template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_, int kActRows_ = 0>
+// kHelpers_: 1 or 0 sets kSumByHelpers (the host's choice by shape: launch.cuh,
+// decode_helpers), -1 leaves it to the configuration (below).
+template <int kBits_, typename T_, int kWarps_, int kNT_, int kStages_, int kActRows_ = 0, int kHelpers_ = -1>
 struct DecodeConfig {
   static constexpr int kBits = kBits_;
   using T = T_;
@@ -223,20 +224,14 @@ struct DecodeConfig {
   // 2-3 us at Llama-3-8B M = 16) or level. Most of each difference came from
   // ptxas's code for the main loop, not from the sums (docs/results.md v39).
   // KBIT_DECODE_HELPERS=1 gives every configuration with the activations in
-  // the stages the helpers (tuning).
-  // Since v46 also k = 4 with 64-row tiles of 12 warps: on grids aligned to
-  // whole tiles (launch.cuh, decode_aligned_grid) a Llama-3-70B down tile
-  // spans all 12 warps of its CTA, and the first warp alone added 11 parts
-  // at the end of the call (tc_bench, H100, v46: down M = 16 53.7-54.0 us
-  // against 56.8-57.3, M = 1 / 4 / 8 0.5-0.6 us faster; gate/up M = 1 and 8
-  // level or 0.4 faster, M = 16 0.3-0.6 slower). Not the 32-row tiles of
-  // 16 warps: Llama-3-8B down M = 4 and 8 0.5-1.2 us slower.
-  static constexpr bool kSumByHelpers = kSmemAct && (KBIT_DECODE_HELPERS == 1 ||
-                                                     (kBits <= 3 && kWarps == 16 && kNT == 4 && kActRows == 4) ||
-                                                     (kBits == 4 && kWarps == 12 && kNT == 4 &&
-                                                      (KBIT_DECODE_HELPERS == 3 ||
-                                                       (KBIT_DECODE_HELPERS == 0 && kActRows == 16))) ||
-                                                     (kBits == 5 && kWarps == 12));
+  // the stages the helpers (tuning). Since v46 the host also picks them for
+  // the 16-row slots of k = 4 in 64-row tiles where each tile spans all 12
+  // warps of its CTA (kHelpers_ = 1: launch.cuh, decode_helpers).
+  static constexpr bool kSumByHelpers =
+      kSmemAct && (kHelpers_ >= 0 ? kHelpers_ == 1
+                                  : KBIT_DECODE_HELPERS == 1 ||
+                                        (kBits <= 3 && kWarps == 16 && kNT == 4 && kActRows == 4) ||
+                                        (kBits == 5 && kWarps == 12));
   // The part buffers the first warp adds alone (!kSumByHelpers) of the
   // 32-row tiles with 16-row slots are column-major with kPartPad words after
   // each column (part_word): no bank conflicts. By measurement (H100,

@@ -105,9 +105,10 @@ constexpr int decode_stages(int bits, int nt, int act_rows) {
 #ifndef KBIT_DECODE_ACT_ROWS
 #define KBIT_DECODE_ACT_ROWS 4
 #endif
-template <int kBits, typename T, int kNT, int kActRows = 0, int kNt = decode_tile_nt(kBits, kNT, kActRows)>
+template <int kBits, typename T, int kNT, int kActRows = 0, int kHelpers = -1,
+          int kNt = decode_tile_nt(kBits, kNT, kActRows)>
 using DecodeCfg = DecodeConfig<kBits, T, decode_warps(kBits, kNt, kActRows), kNt,
-                               decode_stages(kBits, kNt, kActRows), kActRows>;
+                               decode_stages(kBits, kNt, kActRows), kActRows, kHelpers>;
 
 // Shape rule, by measurement (H100, graph time, both kernels and both warp
 // tiles on every M <= 4 benchmark: docs/results.md "decode crossover", v17):
@@ -326,6 +327,26 @@ inline void decode_shape(const kbit_api::KbitArgs& a, int ctas, int& nt, int& ac
     nt = 4;
     act = decode_act_rows(a, ctas, nt);
   }
+}
+
+// Split-tile sums by helper warps (DecodeConfig::kSumByHelpers) for the
+// 16-row slots of k = 4 in 64-row tiles, where the grid is aligned to whole
+// tiles (decode_aligned_grid) and each CTA has one tile or less: the tile
+// spans all 12 warps, whose first warp otherwise adds 11 parts alone at the
+// end of the call. H100, harness, v46, two rounds each (the configuration
+// is shared with gate/up, where tiles span 3-4 warps): Llama-3-70B down
+// M = 16 54.4-55.0 us with helpers against 57.4-57.7 without, gate/up
+// 59.0-61.3 with against 57.9-58.6 without. At M <= 8 they were level at
+// down and 1-2 us slower at gate/up M = 8 (v46), so only the 16-row slots.
+// KBIT_DECODE_ALIGN_HELPERS=0 turns it off (A/B).
+#ifndef KBIT_DECODE_ALIGN_HELPERS
+#define KBIT_DECODE_ALIGN_HELPERS 1
+#endif
+inline bool decode_helpers(const kbit_api::KbitArgs& a, int ctas, int nt, int act) {
+  if (!(KBIT_DECODE_ALIGN_HELPERS && a.E == 1 && a.bits == 4 && nt == 4 && act == 16)) return false;
+  const long long tiles = cdiv(a.N, 64), per_cta = decode_warps(4, 4, 16) * kDecodeMinUnits;
+  const int g = decode_aligned_grid(tiles, tiles * a.k_tiles, int(per_cta), ctas);
+  return tiles <= g && tiles % g == 0;
 }
 
 // Whether the decode kernel can serve the shape: up to 8 rows per expert slot
@@ -677,11 +698,20 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
 // Calls f.template operator()<DecodeCfg<bits, dtype, nt, act>>() (nt: 2 or 4,
 // or 8 with k = 2 and act = 1, KBIT_DECODE_ACT_ROWS or 8 (decode_tile128); act: 0, KBIT_DECODE_ACT_ROWS,
 // 1 where decode_act1_pays, 8 where decode_act8_fits, 16 where decode_dense16).
+// helpers: kSumByHelpers set (decode_helpers; k = 4, nt = 4, act = 16 only).
 template <class F>
-const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f) {
+const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f, bool helpers = false) {
 #define KBIT_DECODE_ACT_(BITS, NT, ACT)                                                    \
   return bf16 ? f.template operator()<DecodeCfg<BITS, __nv_bfloat16, NT, ACT>>()           \
               : f.template operator()<DecodeCfg<BITS, __half, NT, ACT>>();
+  if (helpers) {
+    if constexpr (KBIT_DECODE_ACT_ROWS > 0 && KBIT_DECODE_ACT16 != 0) {
+      if (bits == 4 && nt == 4 && act == 16)
+        return bf16 ? f.template operator()<DecodeCfg<4, __nv_bfloat16, 4, 16, 1>>()
+                    : f.template operator()<DecodeCfg<4, __half, 4, 16, 1>>();
+    }
+    return "kbit: internal error: decode helpers serve k = 4, 64-row tiles, 16-row slots only";
+  }
 #if KBIT_DECODE_ACT_ROWS > 0
 #define KBIT_DECODE_NT_(BITS, NT)                                                 \
   if constexpr (decode_act1_pays(BITS, decode_tile_nt(BITS, NT, 1))) {           \
@@ -944,6 +974,7 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   plan->mtiles = kbit::kbit_pick_mtiles(a.M, a.E);
   plan->decode = 0;
   plan->decode_act = 0;
+  plan->decode_helpers = 0;
   plan->wgmma = 0;
   plan->gemv_warps = plan->gemv_tiles = 0;
   if (a.kernel == 5 || a.kernel == 0) {
@@ -974,12 +1005,15 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
     if (a.kernel == 3) act = kbit::decode_act_rows(a, kbit::sm_count(device), nt);
     else kbit::decode_shape(a, kbit::sm_count(device), nt, act);
     bool fits = false;
+    const bool helpers = a.kernel != 3 && kbit::decode_helpers(a, kbit::sm_count(device), nt, act);
     if (const char* err = kbit::kbit_decode_dispatch(a.bits, a.bf16, nt, act,
-                                                     kbit::PlanFn<kbit::Kernel::kDecode>{a, device, plan, &fits}))
+                                                     kbit::PlanFn<kbit::Kernel::kDecode>{a, device, plan, &fits},
+                                                     helpers))
       return err;
     if (fits) {
       plan->decode = nt;   // the run selects the same configuration
       plan->decode_act = act;
+      plan->decode_helpers = helpers;
       return nullptr;
     }
   }
@@ -999,7 +1033,7 @@ const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, in
 #endif
   if (plan.decode)
     return kbit::kbit_decode_dispatch(a.bits, a.bf16, plan.decode, plan.decode_act,
-                                      RunFn<Kernel::kDecode>{a, plan, ws, counters, st});
+                                      RunFn<Kernel::kDecode>{a, plan, ws, counters, st}, plan.decode_helpers);
   return kbit::kbit_dispatch(a.bits, a.bf16, plan.mtiles, RunFn<Kernel::kTiled>{a, plan, ws, counters, st});
 }
 

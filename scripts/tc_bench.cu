@@ -633,6 +633,8 @@ int main(int argc, char** argv) {
   run_case({"dec16_70b_gateup_m16", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
   run_case({"dec16_70b_gateup_m12", 28672, 8192, 12, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
   run_case({"dec16_70b_down_m16", 8192, 28672, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
+  run_case({"dec16_70b_down_m16_h", 8192, 28672, 16, D, 0},
+           Runner<kbit::DecodeConfig<4, __half, 12, 4, 2, 16, 1>, D>{});   // helpers (decode_helpers)
   run_case({"70b_down_m16", 8192, 28672, 16, T, 0}, Runner<Tiled4<2>, T>{});
   run_case({"dec16_8b_gateup_m16", 14336, 4096, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
   run_case({"dec16_8b_gateup_m16_nt2", 14336, 4096, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});

@@ -21,7 +21,8 @@ PROGRAM = r"""
 // Prints the configuration the dispatch selects; launches nothing.
 struct Describe {
   template <class Cfg> const char* operator()() const {
-    std::printf("%d %d %d %d %zu\n", Cfg::kWarps, Cfg::kNT, Cfg::kStages, Cfg::kActRows, Cfg::smem_bytes(1));
+    std::printf("%d %d %d %d %zu %d\n", Cfg::kWarps, Cfg::kNT, Cfg::kStages, Cfg::kActRows, Cfg::smem_bytes(1),
+                int(Cfg::kSumByHelpers));
     return nullptr;
   }
 };
@@ -39,7 +40,9 @@ int main() {
     int nt = 4, act = 0;
     if (forced64) act = kbit::decode_act_rows(a, 132, nt);
     else kbit::decode_shape(a, 132, nt, act);
-    if (const char* err = kbit::kbit_decode_dispatch(bits, 0, nt, act, Describe{})) std::printf("error %s\n", err);
+    const bool helpers = !forced64 && kbit::decode_helpers(a, 132, nt, act);
+    if (const char* err = kbit::kbit_decode_dispatch(bits, 0, nt, act, Describe{}, helpers))
+      std::printf("error %s\n", err);
   }
   return 0;
 }
@@ -98,7 +101,7 @@ def rule_exe(tmp_path_factory):
 
 
 def configs(exe, shapes):
-    """shapes: (M, N, K, E, k, forced64) -> (warps, nt, stages, act rows, smem bytes), or None."""
+    """shapes: (M, N, K, E, k, forced64) -> (warps, nt, stages, act rows, smem bytes, helpers), or None."""
     out = subprocess.run([str(exe)], input="".join(" ".join(map(str, s)) + "\n" for s in shapes),
                          capture_output=True, text=True, check=True).stdout.split("\n")
     assert not any(line.startswith("error") for line in out), out
@@ -123,10 +126,32 @@ def test_every_choice_fits_one_sm(rule_exe):
         if c is None:
             continue
         seen += 1
-        warps, nt, stages, act, smem = c
+        warps, nt, stages, act, smem, _ = c
         assert warps in (12, 16) and nt in (2, 4, 8) and stages in (2, 3, 4) and act in (0, 1, 4, 8, 16), (shape, c)
         assert smem <= 227 * 1024, (shape, c)
     assert seen > len(shapes) // 2
+
+
+# v46: split-tile sums by helper warps (kSumByHelpers) by configuration (k = 2,
+# 3 with 64-row tiles of 16 warps and 4 rows, k = 5 with 12 warps) and, for the
+# 16-row slots of k = 4 in 64-row tiles, by shape: where each CTA of an aligned
+# grid has one tile (launch.cuh, decode_helpers).
+HELPERS_EXPECTED = {
+    (16, *L70_DOWN, 1, 4): 1,      # 128 tiles on 128 CTAs: a tile spans all 12 warps
+    (9, *L70_DOWN, 1, 4): 1,
+    (16, *L70_GATEUP, 1, 4): 0,    # 448 tiles: not aligned, 3-4 warps per tile
+    (16, *L8_DOWN, 1, 4): 0,       # 32-row tiles of 16 warps
+    (8, *L70_DOWN, 1, 4): 0,       # M <= 8: not measured faster
+    (1, *L70_DOWN, 1, 4): 0,
+    (1, *L70_GATEUP, 1, 3): 1,     # by configuration
+    (1, *L70_GATEUP, 1, 5): 1,
+    (4, *L70_GATEUP, 1, 4): 0,
+}
+
+
+def test_helpers(rule_exe):
+    got = configs(rule_exe, [(*shape, 0) for shape in HELPERS_EXPECTED])
+    assert {shape: c[5] for shape, c in zip(HELPERS_EXPECTED, got)} == HELPERS_EXPECTED
 
 
 # v46: dense decode grids aligned to whole tiles per CTA (launch.cuh,
