@@ -331,9 +331,9 @@ inline void decode_shape(const kbit_api::KbitArgs& a, int ctas, int& nt, int& ac
 
 // Split-tile sums by helper warps (DecodeConfig::kSumByHelpers) for the
 // 16-row slots of k = 4 in 64-row tiles, where the grid is aligned to whole
-// tiles (decode_aligned_grid) and each CTA has one tile or less: the tile
-// spans all 12 warps, whose first warp otherwise adds 11 parts alone at the
-// end of the call. H100, harness, v46, two rounds each (the configuration
+// tiles (decode_aligned_grid) with one tile per CTA: the tile spans all 12
+// warps, whose first warp otherwise adds 11 parts alone at the end of the
+// call. (`ctas`: the grid bound, one CTA per SM for this configuration.) H100, harness, v46, two rounds each (the configuration
 // is shared with gate/up, where tiles span 3-4 warps): Llama-3-70B down
 // M = 16 54.4-55.0 us with helpers against 57.4-57.7 without, gate/up
 // 59.0-61.3 with against 57.9-58.6 without. At M <= 8 they were level at
@@ -345,8 +345,7 @@ inline void decode_shape(const kbit_api::KbitArgs& a, int ctas, int& nt, int& ac
 inline bool decode_helpers(const kbit_api::KbitArgs& a, int ctas, int nt, int act) {
   if (!(KBIT_DECODE_ALIGN_HELPERS && a.E == 1 && a.bits == 4 && nt == 4 && act == 16)) return false;
   const long long tiles = cdiv(a.N, 64), per_cta = decode_warps(4, 4, 16) * kDecodeMinUnits;
-  const int g = decode_aligned_grid(tiles, tiles * a.k_tiles, int(per_cta), ctas);
-  return tiles <= g && tiles % g == 0;
+  return tiles == decode_aligned_grid(tiles, tiles * a.k_tiles, int(per_cta), ctas);
 }
 
 // Whether the decode kernel can serve the shape: up to 8 rows per expert slot
