@@ -253,21 +253,25 @@ def test_kbit_decode_large_layer(bits, m, monkeypatch):
 
 
 @requires_sm80
-@pytest.mark.parametrize("bits,m,n,k", [(4, 1, 8192, 16416), (4, 4, 8192, 16416), (4, 8, 8192, 16416),
-                                        (4, 16, 8192, 16416), (2, 4, 8192, 16416), (3, 1, 8192, 16416),
-                                        (5, 1, 8192, 16416), (4, 1, 4096, 8224), (4, 8, 4096, 8224),
-                                        (4, 13, 4096, 8224)])
-def test_kbit_decode_aligned_grid(bits, m, n, k, monkeypatch):
+@pytest.mark.parametrize("bits,m,n,k,dtype", [(4, 1, 8192, 16416, "float16"), (4, 4, 8192, 16416, "float16"),
+                                              (4, 8, 8192, 16416, "float16"), (4, 16, 8192, 16416, "float16"),
+                                              (4, 12, 8192, 16416, "bfloat16"), (2, 4, 8192, 16416, "float16"),
+                                              (3, 1, 8192, 16416, "float16"), (5, 1, 8192, 16416, "float16"),
+                                              (4, 1, 4096, 8224, "float16"), (4, 8, 4096, 8224, "float16"),
+                                              (4, 13, 4096, 8224, "float16")])
+def test_kbit_decode_aligned_grid(bits, m, n, k, dtype, monkeypatch):
     """Dense layers whose tile count a grid of 96-100 % of the SMs divides
     (no kernel forced; launch.cuh, decode_aligned_grid, since v46): on a
     132-SM GPU N = 8192 gives 128 tiles of 64 rows on layers of 2^27+
     weights, N = 4096 128 tiles of 32 rows (at M = 1 by the 32-row
     preference where only they align), so each of 128 CTAs takes whole
     tiles and no tile is split between CTAs; tiles split between the warps
-    of a CTA remain. K % 64 == 32 leaves a half K-tile. Every run passes the
-    checker and gives the same bits."""
+    of a CTA remain. At M = 12 and 16 on 64-row tiles (one per CTA) their
+    parts are added by helper warps (decode_helpers), in fp16 and bf16.
+    K % 64 == 32 leaves a half K-tile. Every run passes the checker and gives
+    the same bits."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
-    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype="float16", experts=1, seed=23)
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype=dtype, experts=1, seed=23)
     _check_same_bits(generate(spec, "cuda"))
 
 
