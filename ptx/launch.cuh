@@ -267,11 +267,11 @@ inline int decode_nt(const kbit_api::KbitArgs& a, int ctas) {
   if (decode_tile128(a, ctas)) return 8;
   if (decode_dense16(a)) return decode_large_layer(a) ? 4 : 2;   // (k = 5: 32-row tiles, decode_tile_nt)
   if (decode_dense_wide(a)) return decode_large_layer(a) || !decode_act8_fits(a.bits, 2) ? 4 : 2;
-  if (a.E == 1 && a.M == 1 && a.bits == 4 && (long long)a.N * a.K >= (1ll << 25))
-    return decode_large_layer(a) || decode_aligned_ctas(cdiv(a.N, 64), ctas) ||
-                   !decode_aligned_ctas(cdiv(a.N, 32), ctas)
-               ? 4
-               : 2;   // (32-row tiles where only they align: Llama-3-8B down)
+  if (a.E == 1 && a.M == 1 && a.bits == 4 && (long long)a.N * a.K >= (1ll << 25)) {
+    const bool only_32_rows_align = !decode_large_layer(a) && !decode_aligned_ctas(cdiv(a.N, 64), ctas) &&
+                                    decode_aligned_ctas(cdiv(a.N, 32), ctas);   // (Llama-3-8B down)
+    return only_32_rows_align ? 2 : 4;
+  }
   return decode_large_layer(a) || a.E > 1 ? 4 : 2;
 }
 // The dense configurations' 32-bit split arithmetic (DecodeSplit<.., true>):
@@ -333,19 +333,21 @@ inline void decode_shape(const kbit_api::KbitArgs& a, int ctas, int& nt, int& ac
 // 16-row slots of k = 4 in 64-row tiles, where the grid is aligned to whole
 // tiles (decode_aligned_grid) with one tile per CTA: the tile spans all 12
 // warps, whose first warp otherwise adds 11 parts alone at the end of the
-// call. (`ctas`: the grid bound, one CTA per SM for this configuration.) H100, harness, v46, two rounds each (the configuration
-// is shared with gate/up, where tiles span 3-4 warps): Llama-3-70B down
-// M = 16 54.4-55.0 us with helpers against 57.4-57.7 without, gate/up
-// 59.0-61.3 with against 57.9-58.6 without. At M <= 8 they were level at
-// down and 1-2 us slower at gate/up M = 8 (v46), so only the 16-row slots.
+// call. (`ctas`: the grid bound; the configuration runs one CTA per SM.)
+// H100, harness, v46, two rounds each (the configuration is shared with
+// gate/up, where tiles span 3-4 warps): Llama-3-70B down M = 16 54.4-55.0 us
+// with helpers against 57.4-57.7 without, gate/up 59.0-61.3 with against
+// 57.9-58.6 without. At M <= 8 they were level at down and up to 1.4 us
+// slower at gate/up M = 8 (v46), so only the 16-row slots.
 // KBIT_DECODE_ALIGN_HELPERS=0 turns it off (A/B).
 #ifndef KBIT_DECODE_ALIGN_HELPERS
 #define KBIT_DECODE_ALIGN_HELPERS 1
 #endif
 inline bool decode_helpers(const kbit_api::KbitArgs& a, int ctas, int nt, int act) {
   if (!(KBIT_DECODE_ALIGN_HELPERS && a.E == 1 && a.bits == 4 && nt == 4 && act == 16)) return false;
-  const long long tiles = cdiv(a.N, 64), per_cta = decode_warps(4, 4, 16) * kDecodeMinUnits;
-  return tiles == decode_aligned_grid(tiles, tiles * a.k_tiles, int(per_cta), ctas);
+  using Cfg = DecodeCfg<4, __half, 4, 16>;   // (its tile and warps; the same in bf16)
+  const long long tiles = (long long)cdiv(a.M, Cfg::BLOCK_M) * cdiv(a.N, Cfg::BLOCK_N);
+  return tiles == decode_aligned_grid(tiles, tiles * a.k_tiles, Cfg::kWarps * kDecodeMinUnits, ctas);
 }
 
 // Whether the decode kernel can serve the shape: up to 8 rows per expert slot
@@ -679,12 +681,12 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
   *fits = Cfg::smem_bytes(a.E) <= smem_optin(device);
   if (!*fits) return nullptr;
   const char* err = kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), a, device, plan);
-  // The slots of tiles split between CTAs (finish_spanning) in place of
-  // the tiled kernels' per-tile sums.
-  if (err == nullptr && a.E == 1) {
+  if (err == nullptr && a.E == 1) {   // (a dense layer: whole tiles per CTA where the grid allows)
     const long long tiles = (long long)cdiv(a.M, Cfg::BLOCK_M) * cdiv(a.N, Cfg::BLOCK_N);
     plan->grid = decode_aligned_grid(tiles, tiles * a.k_tiles, Cfg::kWarps * kDecodeMinUnits, plan->grid);
   }
+  // The slots of tiles split between CTAs (finish_spanning) in place of
+  // the tiled kernels' per-tile sums.
   if (plan->workspace_floats < Cfg::workspace_floats(plan->grid))
     plan->workspace_floats = Cfg::workspace_floats(plan->grid);
   if (err == nullptr && plan->grid >= (1 << 15))   // ends_s packs a tile's first CTA into 15 bits
