@@ -712,6 +712,10 @@ struct DecodeParams : KbitParams {
   // count depends on the offsets).
   int split_units, split_ctas;
   FastDiv split_ctas_div, split_units_div;
+  // Launched in clusters of two CTAs (launch.cuh, decode_pairs): the tile a
+  // pair of CTAs shares goes from the second to the first through
+  // distributed shared memory (finish_pair), not the workspace's slots.
+  int pairs;
 };
 
 // kNarrow: the host has checked that every product of a CTA or warp index
@@ -1211,6 +1215,68 @@ __device__ __forceinline__ void finish_spanning(float* workspace, int* counter, 
 }
 
 // ---------------------------------------------------------------------------
+// Stage: the tile a pair of CTAs shares (p.pairs: clusters of two CTAs on a
+// grid whose CTA pairs 2q, 2q + 1 take whole tiles; launch.cuh, decode_pairs).
+//
+// Each CTA shares at most one tile, with its pair: the first CTA holds its
+// first part (X), the second its last (E). After its main loop, the second
+// CTA's sum of E goes into the first CTA's shared memory with st.async, each
+// word completing bytes on an mbarrier there; the first CTA's warp that added
+// X waits on it, adds E and writes C. No workspace slot, count or global round trip; the
+// same order (X, then E) on every run, so the same bits.
+// The first CTA receives into warp 0's part buffer and mbarrier 0, which it
+// never uses otherwise: a part buffer belongs to a warp after the first of a
+// tile (warp 0 never is), and mbarrier 0 to a tile entering the CTA from an
+// earlier one (the first CTA of a pair begins at a tile).
+// ---------------------------------------------------------------------------
+template <class Cfg>
+__device__ __forceinline__ bool decode_paired(const DecodeParams& p, bool dense) {
+#if KBIT_HAS_CLUSTER
+  return !Cfg::kSumByHelpers && dense && p.pairs != 0 && !(KBIT_DECODE_PROBE & (32 | 4096));
+#else
+  return false;
+#endif
+}
+// The bytes the second CTA sends: rows x BLOCK_N words (the tile's rows).
+template <class Cfg>
+__device__ __forceinline__ uint32_t pair_part_bytes(const DecodeParams& p) {
+  return uint32_t(min(Cfg::BLOCK_M, p.M) * Cfg::BLOCK_N * 4);
+}
+#if KBIT_HAS_CLUSTER
+// After the main loop, the warp that holds its CTA's sum of the shared tile
+// (written there in the loop: the second CTA's in warp 0's part buffer, the
+// first CTA's in the warp's own ring, idle now, since the tile is the last
+// of its first warp). The second CTA sends it; the first waits for it, adds
+// it to its own and writes C. Not inlined: with these stores in the loop's
+// tile-end path ptxas scheduled the loop itself differently (up to 37 more
+// sm_90a instructions per K-tile, v47).
+template <class Cfg>
+__device__ __noinline__ void finish_pair(bool first_cta, typename Cfg::T* c, int N, TilePos pos, const float* own,
+                                         const float* parts, uint32_t bars, int lane, float out_scale) {
+  using T = typename Cfg::T;
+  static_assert(Cfg::kPartFloats * 4 <= Cfg::kStages * Cfg::kStageBytes, "a part fits the ring's stages");
+  const int words = pos.rows * Cfg::BLOCK_N;
+  __syncwarp();   // (the part's words were stored by every lane)
+  if (!first_cta) {
+    ptx::cluster_wait();   // the first CTA's mbarrier is initialised (its cluster arrive at set-up)
+    const uint32_t dst = ptx::mapa_shared(ptx::smem_u32(parts), 0), bar = ptx::mapa_shared(bars, 0);
+    for (int i = lane; i < words; i += kWarpSize) {
+      const int w = part_word<Cfg>(i % Cfg::BLOCK_N, i / Cfg::BLOCK_N);
+      ptx::st_async_u32(dst + 4u * uint32_t(w), __float_as_uint(own[w]), bar);
+    }
+    return;
+  }
+  if (lane == 0) ptx::mbarrier_arrive(bars);   // (the phase's one arrival; the bytes complete it)
+  ptx::mbarrier_wait_parity_cluster(bars, 0);
+  for (int i = lane; i < words; i += kWarpSize) {
+    const int n = i % Cfg::BLOCK_N, m = i / Cfg::BLOCK_N, w = part_word<Cfg>(n, m);
+    if (c != nullptr && pos.n0 + n < N)
+      c[size_t(pos.row0 + m) * N + pos.n0 + n] = Elem<T>::from_float((own[w] + parts[w]) * out_scale);
+  }
+}
+#endif
+
+// ---------------------------------------------------------------------------
 // The kernel.
 // ---------------------------------------------------------------------------
 template <class Cfg>
@@ -1469,6 +1535,24 @@ kbit_decode_kernel(const DecodeParams p) {
   if (dense)
     offsets_ok = dense_off0 == 0 && dense_off1 == p.M && p.M <= (Cfg::kDense ? Cfg::kActRows : Cfg::BLOCK_M) &&
                  (!Cfg::kDense || (p.E == 1 && p.split_units > 0));
+  // Pairs: the first CTA's mbarrier for the shared tile's other part (its
+  // bytes from st.async; the one arrival is the receiving warp's, at the end),
+  // then every thread arrives on the cluster barrier, which the second CTA's
+  // sending warp waits on. Nothing here orders or waits for the loads in
+  // flight: with a release (mbarrier_arrive_expect_tx, a release arrive on
+  // the cluster barrier) the set-up waited for them, and every call of the
+  // pair grid took 1.2-1.5 us longer (tc_bench, v47).
+  const bool paired = decode_paired<Cfg>(p, dense);
+#if KBIT_HAS_CLUSTER
+  if (paired) {
+    if ((blockIdx.x & 1) == 0 && tid == 0) {
+      ptx::mbarrier_init(bars, 1);
+      ptx::mbarrier_expect_tx_relaxed(bars, pair_part_bytes<Cfg>(p));
+      ptx::fence_mbarrier_init();
+    }
+    ptx::cluster_arrive_relaxed();
+  }
+#endif
   if constexpr (Cfg::kSmemAct) store_cb();
   __syncthreads();   // cb_s
   if constexpr (kTimeline) tl.c_cb = clock64();
@@ -1689,9 +1773,24 @@ kbit_decode_kernel(const DecodeParams p) {
           if (e.z > 0 && !(KBIT_DECODE_PROBE & 4096)) {
             // The tile spans CTAs: the CTA's sum goes to its slot (no wait); the
             // warp counts in after its loop (finish_spanning). Role 1: the
-            // tile began in this CTA.
+            // tile began in this CTA. Pairs: the second CTA sends its sum to
+            // the first, which adds it and writes C.
             const int role = (e.y >> 16) == int(blockIdx.x) ? 1 : 0;
-            publish_part<Cfg>(p, acc, g, t, pos.rows, 2 * int(blockIdx.x) + role);
+#if KBIT_HAS_CLUSTER
+            // (decode_paired again, from the parameters: a flag held from the
+            // set-up through the loop moved ptxas's register allocation.)
+            if (decode_paired<Cfg>(p, Cfg::kDense || p.E == 1)) {
+              // The pair's tile: the sum waits in shared memory (finish_pair).
+              if (role == 1) __syncwarp();   // (the ring: every lane is past its last stage)
+              float* mine = role == 1 ? reinterpret_cast<float*>(ring) : parts;
+              for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+                if (m < pos.rows) mine[part_word<Cfg>(n, m)] = x;
+              });
+            } else
+#endif
+            {
+              publish_part<Cfg>(p, acc, g, t, pos.rows, 2 * int(blockIdx.x) + role);
+            }
             store = false;
           }
         }
@@ -1718,9 +1817,17 @@ kbit_decode_kernel(const DecodeParams p) {
   for (int role = 0; role < 2; ++role) {
     const int4 e = ends_s[warp][role];
     const bool began_here = (e.y >> 16) == int(blockIdx.x);
-    if (e.z > 0 && (e.y & 255) == warp && began_here == (role == 1) && !(KBIT_DECODE_PROBE & (32 | 4096)))
+    if (e.z > 0 && (e.y & 255) == warp && began_here == (role == 1) && !(KBIT_DECODE_PROBE & (32 | 4096))) {
+#if KBIT_HAS_CLUSTER
+      if (decode_paired<Cfg>(p, Cfg::kDense || p.E == 1)) {
+        finish_pair<Cfg>(began_here, kTimeline ? nullptr : static_cast<T*>(p.c), p.N, locate(e.x),
+                         began_here ? reinterpret_cast<const float*>(ring) : parts, parts, bars, lane, out_scale);
+        continue;
+      }
+#endif
       finish_spanning<Cfg>(p.workspace, p.counters + e.x, kTimeline ? nullptr : static_cast<T*>(p.c), p.N,
                            locate(e.x), e.y >> 16, e.z + 1, lane, out_scale, ring_s);
+    }
   }
   if constexpr (kTimeline) {
     if (lane == 0) {

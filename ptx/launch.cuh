@@ -248,11 +248,16 @@ inline bool decode_tile128(const kbit_api::KbitArgs& a, int ctas) {
 #ifndef KBIT_DECODE_ALIGN
 #define KBIT_DECODE_ALIGN 96
 #endif
-// The aligned grid for `tiles` on at most `ctas` CTAs, or 0 where none is.
-inline int decode_aligned_ctas(long long tiles, int ctas) {
+// The aligned grid for `tiles` on at most `ctas` CTAs, or 0 where none is;
+// with `pairs`, the grid whose CTA pairs (2q, 2q + 1) take whole tiles where
+// no grid aligns and the layer has more tiles than CTAs.
+inline int decode_aligned_ctas(long long tiles, int ctas, bool pairs = false) {
   if (KBIT_DECODE_ALIGN <= 0 || KBIT_DECODE_ALIGN > 100) return 0;
   for (int g = ctas; g > 0 && g * 100ll >= (long long)ctas * KBIT_DECODE_ALIGN; --g)
     if (tiles % g == 0) return g;
+  if (pairs && tiles > ctas)
+    for (int g = ctas & ~1; g > 0 && g * 100ll >= (long long)ctas * KBIT_DECODE_ALIGN; g -= 2)
+      if (tiles % (g / 2) == 0) return g;
   return 0;
 }
 // The grid of a dense decode call: aligned where the layer fills the grid
@@ -261,6 +266,32 @@ inline int decode_aligned_grid(long long tiles, long long units, int per_cta, in
   if ((units + per_cta - 1) / per_cta < grid) return grid;
   const int g = decode_aligned_ctas(tiles, grid);
   return g > 0 ? g : grid;
+}
+// Pairs of CTAs (families with clusters, launch.cuh kbit_decode_plan_cfg):
+// where no grid aligns, a dense layer that fills the grid runs on the grid
+// whose CTA pairs take whole tiles (decode_aligned_ctas), launched in
+// clusters of two CTAs. Each CTA then shares at most one tile, with its pair,
+// split in the middle (the even split of the units puts the pair's boundary
+// there), instead of up to two with neighbours at any K-tile, and the second
+// CTA's part of it goes to the first through distributed shared memory
+// (kbit_decode.cuh, finish_pair), not through workspace slots and a count.
+// Llama-3-70B gate/up (448 tiles of 64 rows) and Llama-3-8B gate/up (448
+// tiles of 32 rows) run on 128 CTAs, 3.5 tiles each. H100, tc_bench, v47
+// (call 5, two rounds), against the 132-CTA grid with slots: 70B gate/up
+// M = 1 46.5-46.8 vs 46.8-47.0 us, M = 4 46.9-47.3 vs 47.5-47.7, M = 8
+// 48.0-48.6 vs 48.8-49.3; 8B gate/up M = 4 15.9-16.1 vs 16.5-16.8, M = 8
+// 16.8-17.0 vs 17.2-17.7, M = 16 (32-row tiles) 20.9-21.5 vs 22.4-22.7. The
+// pair grid with slots instead of clusters was level or slower (47.4-47.9 at
+// 70B M = 1), and so was 70B M = 16 in either form (58.8-59.6 vs
+// 57.7-58.1: its 16-row slots in 64-row tiles are bound by the loop, and
+// lose 4 of 132 SMs), which keeps the full grid. 0 where this does not
+// apply; KBIT_DECODE_PAIRS=0 turns it off (A/B).
+#ifndef KBIT_DECODE_PAIRS
+#define KBIT_DECODE_PAIRS 1
+#endif
+inline int decode_pair_ctas(long long tiles, long long units, int per_cta, int grid) {
+  if (!KBIT_DECODE_PAIRS || units / per_cta < grid || decode_aligned_ctas(tiles, grid) > 0) return 0;
+  return decode_aligned_ctas(tiles, grid, true);
 }
 
 inline int decode_nt(const kbit_api::KbitArgs& a, int ctas) {
@@ -531,6 +562,7 @@ inline int kbit_pick_mtiles(int M, int E) {
 struct OccupancyCache {
   std::mutex mu;
   std::map<std::pair<const void*, long long>, int> blocks_per_sm;   // (kernel, device|smem)
+  std::map<std::pair<const void*, long long>, int> pair_clusters;   // (kernel, device|smem)
   std::map<std::pair<const void*, int>, size_t> smem_limit;         // (kernel, device)
 };
 inline OccupancyCache& occupancy_cache() {
@@ -561,6 +593,43 @@ inline const char* resident_ctas(const void* kernel, int threads, size_t smem, i
   *out = n;
   return nullptr;
 }
+
+#if KBIT_HAS_CLUSTER
+// A launch of `grid` CTAs in clusters of two (*attr holds the cluster shape).
+inline cudaLaunchConfig_t pair_launch_config(int grid, int threads, size_t smem, cudaStream_t stream,
+                                             cudaLaunchAttribute* attr) {
+  attr->id = cudaLaunchAttributeClusterDimension;
+  attr->val.clusterDim.x = 2;
+  attr->val.clusterDim.y = 1;
+  attr->val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(grid));
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  return cfg;
+}
+// Clusters of two CTAs of `kernel` resident at once on the device (after
+// resident_ctas has set its shared-memory limit).
+inline const char* resident_pair_clusters(const void* kernel, int threads, size_t smem, int device, int grid,
+                                          int* out) {
+  OccupancyCache& cache = occupancy_cache();
+  std::lock_guard<std::mutex> lock(cache.mu);
+  const auto key = std::make_pair(kernel, (long long)device << 32 | (long long)smem);
+  auto it = cache.pair_clusters.find(key);
+  if (it != cache.pair_clusters.end()) { *out = it->second; return nullptr; }
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = pair_launch_config(grid, threads, smem, nullptr, &attr);
+  int n = 0;
+  const cudaError_t err = cudaOccupancyMaxActiveClusters(&n, kernel, &cfg);
+  if (err != cudaSuccess) return cudaGetErrorString(err);
+  cache.pair_clusters[key] = n;
+  *out = n;
+  return nullptr;
+}
+#endif
 
 inline int sm_count(int device) {
   static int counts[64] = {0};
@@ -641,6 +710,7 @@ DecodeParams decode_params(const KbitParams& base, const kbit_api::KbitArgs& a, 
   p.k_tiles_div = FastDiv::of(uint32_t(a.k_tiles));
   p.split_units = p.split_ctas = 0;
   p.split_ctas_div = p.split_units_div = FastDiv::of(1);
+  p.pairs = 0;
   if (a.E != 1) return p;
   const long long tiles = (long long)cdiv(a.M, Cfg::BLOCK_M) * cdiv(a.N, Cfg::BLOCK_N);
   if (tiles > p.max_tiles || tiles * a.k_tiles >= (1ll << 31)) return p;
@@ -662,6 +732,19 @@ const char* kbit_launch(void (*kernel)(Params), const Params& p, const kbit_api:
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
+#if KBIT_HAS_CLUSTER
+// The decode kernel in clusters of two CTAs (plan.decode_pairs).
+template <class Cfg>
+const char* kbit_launch_pairs(void (*kernel)(DecodeParams), const DecodeParams& p, const kbit_api::KbitArgs& a,
+                              const kbit_api::KbitPlan& plan, cudaStream_t stream) {
+  cudaLaunchAttribute attr;
+  const cudaLaunchConfig_t cfg = pair_launch_config(plan.grid, CtaThreads<Cfg>::value,
+                                                    (KBIT_DECODE_PROBE & 128) ? 0 : Cfg::smem_bytes(a.E), stream, &attr);
+  const cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, p);
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+#endif
+
 inline size_t smem_optin(int device) {
   static size_t bytes[64] = {0};
   if (device < 0 || device >= 64) return 0;
@@ -681,9 +764,27 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
   *fits = Cfg::smem_bytes(a.E) <= smem_optin(device);
   if (!*fits) return nullptr;
   const char* err = kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>), a, device, plan);
+  plan->decode_pairs = 0;
   if (err == nullptr && a.E == 1) {   // (a dense layer: whole tiles per CTA where the grid allows)
     const long long tiles = (long long)cdiv(a.M, Cfg::BLOCK_M) * cdiv(a.N, Cfg::BLOCK_N);
-    plan->grid = decode_aligned_grid(tiles, tiles * a.k_tiles, Cfg::kWarps * kDecodeMinUnits, plan->grid);
+    const int per_cta = Cfg::kWarps * kDecodeMinUnits;
+    plan->grid = decode_aligned_grid(tiles, tiles * a.k_tiles, per_cta, plan->grid);
+#if KBIT_HAS_CLUSTER
+    // (Not the helpers' configurations, whose split-tile sums have no pair
+    // form, nor 16-row slots in 64-row tiles: decode_pair_ctas.)
+    const int pair_grid = decode_pair_ctas(tiles, tiles * a.k_tiles, per_cta, plan->grid);
+    if (pair_grid > 0 && !Cfg::kSumByHelpers && !(Cfg::kMH == 2 && Cfg::kNT == 4)) {
+      int clusters = 0;   // (a failed query leaves the slots: no error)
+      const char* cerr = resident_pair_clusters(reinterpret_cast<const void*>(&kbit_decode_kernel<Cfg>),
+                                                CtaThreads<Cfg>::value, Cfg::smem_bytes(a.E), device, pair_grid,
+                                                &clusters);
+      if (cerr != nullptr) (void)cudaGetLastError();
+      if (cerr == nullptr && 2 * clusters >= pair_grid) {
+        plan->grid = pair_grid;
+        plan->decode_pairs = 1;
+      }
+    }
+#endif
   }
   // The slots of tiles split between CTAs (finish_spanning) in place of
   // the tiled kernels' per-tile sums.
@@ -947,8 +1048,16 @@ struct RunFn {
   cudaStream_t stream;
   template <class Cfg> const char* operator()() const {
     const KbitParams p = kbit_params(a, plan, ws, counters);
-    if constexpr (K == Kernel::kDecode)
-      return kbit_launch<Cfg>(&kbit_decode_kernel<Cfg>, decode_params<Cfg>(p, a, plan.grid), a, plan, stream);
+    if constexpr (K == Kernel::kDecode) {
+      DecodeParams d = decode_params<Cfg>(p, a, plan.grid);
+#if KBIT_HAS_CLUSTER
+      if (plan.decode_pairs) {
+        d.pairs = KBIT_DECODE_PAIRS == 2 ? 0 : 1;   // (2: clusters launched, slots used: A/B of the launch alone)
+        return kbit_launch_pairs<Cfg>(&kbit_decode_kernel<Cfg>, d, a, plan, stream);
+      }
+#endif
+      return kbit_launch<Cfg>(&kbit_decode_kernel<Cfg>, d, a, plan, stream);
+    }
 #if KBIT_HAS_WGMMA
     else if constexpr (K == Kernel::kWgmma) {
       WgmmaParams w;
@@ -976,6 +1085,7 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   plan->decode = 0;
   plan->decode_act = 0;
   plan->decode_helpers = 0;
+  plan->decode_pairs = 0;
   plan->wgmma = 0;
   plan->gemv_warps = plan->gemv_tiles = 0;
   if (a.kernel == 5 || a.kernel == 0) {

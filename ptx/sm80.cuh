@@ -14,6 +14,11 @@
 #ifndef KBIT_HAS_MBARRIER_TRY_WAIT
 #define KBIT_HAS_MBARRIER_TRY_WAIT 0
 #endif
+// Defined to 1 by families with thread-block clusters and distributed shared
+// memory (sm90.cuh and later: mapa, st.async, barrier.cluster).
+#ifndef KBIT_HAS_CLUSTER
+#define KBIT_HAS_CLUSTER 0
+#endif
 // Defined to 1 by families with a one-instruction e4m3 -> f16 conversion
 // (sm90.cuh: cvt_f16x2_e4m3x2).
 #ifndef KBIT_HAS_E4M3_CVT

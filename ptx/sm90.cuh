@@ -14,6 +14,8 @@
 // mbarrier.try_wait (a wait that may suspend the thread): mbarrier_wait_parity.
 #define KBIT_HAS_MBARRIER_TRY_WAIT 1
 #define KBIT_HAS_VEC_RED 1
+// Thread-block clusters: distributed shared memory, cluster barriers.
+#define KBIT_HAS_CLUSTER 1
 #define KBIT_SMEM_PER_SM_KB 228
 // e4m3 -> f16 conversion in one instruction (sm_89 and later).
 #define KBIT_HAS_E4M3_CVT 1
@@ -119,6 +121,58 @@ __device__ __forceinline__ bool mbarrier_try_wait_parity(uint32_t mbar, uint32_t
 }
 __device__ __forceinline__ void mbarrier_wait_parity(uint32_t mbar, uint32_t parity) {
   while (!mbarrier_try_wait_parity(mbar, parity)) {
+  }
+}
+
+// ---- clusters and distributed shared memory (PTX ISA 9.7.9.x mapa,
+// 9.7.9.12 st.async, 9.7.13.4 barrier.cluster; sm_90) ------------------------------
+// The shared::cluster address of this CTA's shared address `addr` in the CTA
+// of rank `rank` of the cluster (the same offset in its shared memory).
+__device__ __forceinline__ uint32_t mapa_shared(uint32_t addr, uint32_t rank) {
+  uint32_t d;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(d) : "r"(addr), "r"(rank));
+  return d;
+}
+// A 4-byte store into another CTA's shared memory (shared::cluster addresses
+// from mapa_shared); its completion adds 4 to the transaction count of the
+// mbarrier `bar` in that CTA (complete_tx), which orders it for the threads
+// that wait on that barrier's phase.
+__device__ __forceinline__ void st_async_u32(uint32_t addr, uint32_t v, uint32_t bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.u32 [%0], %1, [%2];\n" ::"r"(addr), "r"(v),
+               "r"(bar)
+               : "memory");
+}
+// Cluster barrier, split: every non-exited thread of the cluster arrives once;
+// wait returns once all have arrived (acquire). The arrive is relaxed: a
+// release would first wait for the thread's loads in flight (at a kernel's
+// set-up, a DRAM round trip). An mbarrier.init made visible with
+// fence_mbarrier_init (a release for the init alone) before the arrive is
+// seen by the threads that wait. Not .aligned: callers need not be
+// warp-converged.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
+// `bytes` more transaction bytes expected in the mbarrier's current phase, no
+// arrival and no ordering (relaxed: it does not wait for the thread's loads
+// in flight, as mbarrier_arrive_expect_tx's release does).
+__device__ __forceinline__ void mbarrier_expect_tx_relaxed(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// mbarrier wait with acquire at cluster scope: the phase was completed by
+// another CTA's stores (st.async) whose data the caller then reads.
+__device__ __forceinline__ bool mbarrier_try_wait_parity_cluster(uint32_t mbar, uint32_t parity) {
+  uint32_t done;
+  asm volatile(
+      "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, "
+      "p;\n}\n"
+      : "=r"(done)
+      : "r"(mbar), "r"(parity)
+      : "memory");
+  return done != 0;
+}
+__device__ __forceinline__ void mbarrier_wait_parity_cluster(uint32_t mbar, uint32_t parity) {
+  while (!mbarrier_try_wait_parity_cluster(mbar, parity)) {
   }
 }
 

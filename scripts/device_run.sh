@@ -49,7 +49,7 @@ fi
 for tool in memcheck racecheck synccheck; do
   if has sanitize || has $tool; then
     defines=${KBIT_DEFINES:-}
-    [ $tool = racecheck ] && defines=${defines:+$defines,}KBIT_WGMMA_COPY_WARP=0
+    [ $tool = racecheck ] && defines=${defines:+$defines,}KBIT_WGMMA_COPY_WARP=0,KBIT_DECODE_PAIRS=0
     # PYTORCH_NO_CUDA_MEMORY_CACHING: every tensor its own cudaMalloc, so memcheck sees each tensor's
     # bounds (inside the caching allocator's blocks a read past a tensor's end is not reported; v29).
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 KBIT_DEFINES=$defines compute-sanitizer --tool $tool --error-exitcode 9 \

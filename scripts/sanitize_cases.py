@@ -53,7 +53,12 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          # the helper warps add: DecodeConfig::kSumByHelpers)
          dict(m=14, n=1000, k=4128, bits=5, dtype="bfloat16"),
          # k = 3 with activation rows in the stages: the lane-permuted table (kLanePerm)
-         dict(m=3, n=1000, k=4128, bits=3, dtype="float16")]
+         dict(m=3, n=1000, k=4128, bits=3, dtype="float16"),
+         # 448 tiles: on 132 SMs the decode kernel's pair grid, clusters of two CTAs (launch.cuh
+         # decode_pair_ctas, kbit_decode.cuh finish_pair): 32-row tiles at M = 4, 64-row tiles
+         # at M = 1 with decode64 forced (the rule takes 896 tiles of 32 rows there, whole per CTA).
+         # Racecheck runs without the pairs (device_run.sh): it did not finish a cluster launch.
+         dict(m=4, n=14336, k=672, bits=4, dtype="float16"), dict(m=1, n=28672, k=1184, bits=4, dtype="bfloat16")]
 bad = 0
 KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma gemv").split() if k != "none"]
 for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhere

@@ -603,6 +603,10 @@ int main(int argc, char** argv) {
   run_case({"dec_8b_gateup_m8_k3", 14336, 4096, 8, D, 0, 3}, Runner<Dec<3, 2, 8>, D>{});
   run_case({"dec_70b_down_m1_k3", 8192, 28672, 1, D, 0, 3}, Runner<Dec<3, 4, 4>, D>{});
   run_case({"dec_8b_gateup_m4", 14336, 4096, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
+  // Small layers on the pair grid (448 tiles; clusters of two CTAs, finish_pair): for the sanitizers.
+  // K % 64 == 32 leaves a half K-tile.
+  run_case({"dec_pairs_small_m4", 14336, 672, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
+  run_case({"dec_pairs_small_m1", 28672, 1184, 1, D, 0}, Runner<Dec<4, 4, 1>, D>{});
   run_case({"dec_8b_down_m4", 4096, 14336, 4, D, 0}, Runner<Dec<4, 2, 4>, D>{});
   run_case({"dec_8b_gateup_m8", 14336, 4096, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});
   run_case({"dec_8b_down_m8", 4096, 14336, 8, D, 0}, Runner<Dec<4, 2, 8>, D>{});

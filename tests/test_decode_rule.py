@@ -155,7 +155,9 @@ def test_helpers(rule_exe):
 
 
 # v46: dense decode grids aligned to whole tiles per CTA (launch.cuh,
-# decode_aligned_grid): (tiles, units, units per CTA at least, grid) -> grid.
+# decode_aligned_grid); v47: where none aligns, the grid of CTA pairs that
+# take whole tiles (decode_pair_ctas, 0: none): (tiles, units, units per CTA
+# at least, grid) -> (grid, pair grid).
 GRID_PROGRAM = r"""
 #define KBIT_LAUNCH_NO_API
 #include "api.h"
@@ -169,19 +171,24 @@ int main() {
   long long tiles, units;
   int per_cta, grid;
   while (std::scanf("%lld %lld %d %d", &tiles, &units, &per_cta, &grid) == 4)
-    std::printf("%d\n", kbit::decode_aligned_grid(tiles, units, per_cta, grid));
+    std::printf("%d %d\n", kbit::decode_aligned_grid(tiles, units, per_cta, grid),
+                kbit::decode_pair_ctas(tiles, units, per_cta, grid));
   return 0;
 }
 """
 GRID_EXPECTED = {
-    (128, 128 * 448, 24, 132): 128,   # Llama-3-70B down, 64-row tiles: one tile per CTA
-    (128, 128 * 224, 32, 132): 128,   # Llama-3-8B down, 32-row tiles
-    (256, 256 * 448, 32, 132): 128,   # two tiles per CTA
-    (448, 448 * 128, 24, 132): 132,   # Llama-3-70B gate/up: 112 CTAs would be too few (v46), no grid of 127..132
-    (131, 131 * 128, 24, 132): 131,
-    (126, 126 * 128, 24, 132): 132,   # 126 < 96 % of 132
-    (128, 128 * 32, 32, 132): 132,    # a small layer: the split gives it 128 CTAs by itself (decode_ctas)
-    (264, 264 * 64, 24, 264): 264,    # already aligned
+    (128, 128 * 448, 24, 132): (128, 0),   # Llama-3-70B down, 64-row tiles: one tile per CTA
+    (128, 128 * 224, 32, 132): (128, 0),   # Llama-3-8B down, 32-row tiles
+    (256, 256 * 448, 32, 132): (128, 0),   # two tiles per CTA
+    (448, 448 * 128, 24, 132): (132, 128),  # Llama-3-70B gate/up: 112 CTAs too few (v46); pairs of CTAs take 7 tiles (v47)
+    (448, 448 * 64, 32, 132): (132, 128),  # Llama-3-8B gate/up, 32-row tiles: the same pairs
+    (224, 224 * 128, 24, 132): (132, 0),   # 8B gate/up, 64-row tiles: 3.5 tiles per pair on 128 CTAs, none aligns
+    (64, 64 * 448, 24, 132): (132, 0),     # fewer tiles than CTAs: no pairs (each tile would span two CTAs)
+    (131, 131 * 128, 24, 132): (131, 0),
+    (126, 126 * 128, 24, 132): (132, 0),   # 126 < 96 % of 132
+    (128, 128 * 32, 32, 132): (132, 0),    # a small layer: the split gives it 128 CTAs by itself (decode_ctas)
+    (448, 448 * 4, 32, 132): (132, 0),     # ... and no pairs
+    (264, 264 * 64, 24, 264): (264, 0),    # already aligned
 }
 
 
@@ -189,8 +196,8 @@ def test_aligned_grid(tmp_path_factory):
     exe = build_host_program(tmp_path_factory, "aligned_grid", GRID_PROGRAM)
     shapes = list(GRID_EXPECTED)
     out = subprocess.run([str(exe)], input="".join(" ".join(map(str, s)) + "\n" for s in shapes),
-                         capture_output=True, text=True, check=True).stdout.split()
-    assert dict(zip(shapes, map(int, out))) == GRID_EXPECTED
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert dict(zip(shapes, (tuple(map(int, line.split())) for line in out))) == GRID_EXPECTED
 
 
 # The plan's order in the sm90 family (launch.cuh, kbit_gemm_plan): the wgmma

@@ -258,7 +258,10 @@ def test_kbit_decode_large_layer(bits, m, monkeypatch):
                                               (4, 12, 8192, 16416, "bfloat16"), (2, 4, 8192, 16416, "float16"),
                                               (3, 1, 8192, 16416, "float16"), (5, 1, 8192, 16416, "float16"),
                                               (4, 1, 4096, 8224, "float16"), (4, 8, 4096, 8224, "float16"),
-                                              (4, 13, 4096, 8224, "float16")])
+                                              (4, 13, 4096, 8224, "float16"),
+                                              (4, 1, 28672, 4704, "float16"), (4, 8, 28672, 4704, "bfloat16"),
+                                              (4, 16, 28672, 4704, "float16"), (3, 4, 28672, 4704, "float16"),
+                                              (4, 4, 14336, 4128, "float16"), (4, 16, 14336, 4128, "bfloat16")])
 def test_kbit_decode_aligned_grid(bits, m, n, k, dtype, monkeypatch):
     """Dense layers whose tile count a grid of 96-100 % of the SMs divides
     (no kernel forced; launch.cuh, decode_aligned_grid, since v46): on a
@@ -268,6 +271,12 @@ def test_kbit_decode_aligned_grid(bits, m, n, k, dtype, monkeypatch):
     tiles and no tile is split between CTAs; tiles split between the warps
     of a CTA remain. At M = 12 and 16 on 64-row tiles (one per CTA) their
     parts are added by helper warps (decode_helpers), in fp16 and bf16.
+    Since v47, N = 28672 at M = 1..8 (448 tiles of 64 rows, 2^27+ weights)
+    and N = 14336 at M = 4 and 16 (448 tiles of 32 rows) run on 128 CTAs in
+    clusters of two (on GPUs with clusters and 132 SMs): each pair takes 7
+    whole tiles, and the one its CTAs share is added through distributed
+    shared memory (decode_pair_ctas, finish_pair); N = 28672 at M = 16 keeps
+    the full grid and the workspace slots.
     K % 64 == 32 leaves a half K-tile. Every run passes the checker and gives
     the same bits."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
