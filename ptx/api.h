@@ -35,7 +35,7 @@ struct KbitPlan {
   int decode_act;            // decode kernel: activation rows carried in its ring stages
                              // (DecodeConfig::kActRows; 0: in registers)
   int decode_helpers;        // decode kernel: split-tile sums by helper warps (launch.cuh decode_helpers)
-  int decode_pairs;          // decode kernel: launched in clusters of two CTAs (launch.cuh decode_pairs)
+  int decode_pairs;          // decode kernel: launched in clusters of two CTAs (launch.cuh decode_pair_ctas)
   int wgmma;                 // the wgmma tiled kernel (kbit_wgmma.cuh, block_m rows per tile):
                              // 1, 2 or 3 16-row weight tiles per MMA warp, 4 128-row tiles
                              // of 8 MMA warps and one CTA each (launch.cuh wgmma_config_for)

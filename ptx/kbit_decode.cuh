@@ -712,7 +712,7 @@ struct DecodeParams : KbitParams {
   // count depends on the offsets).
   int split_units, split_ctas;
   FastDiv split_ctas_div, split_units_div;
-  // Launched in clusters of two CTAs (launch.cuh, decode_pairs): the tile a
+  // Launched in clusters of two CTAs (launch.cuh, decode_pair_ctas): the tile a
   // pair of CTAs shares goes from the second to the first through
   // distributed shared memory (finish_pair), not the workspace's slots.
   int pairs;
@@ -1216,14 +1216,17 @@ __device__ __forceinline__ void finish_spanning(float* workspace, int* counter, 
 
 // ---------------------------------------------------------------------------
 // Stage: the tile a pair of CTAs shares (p.pairs: clusters of two CTAs on a
-// grid whose CTA pairs 2q, 2q + 1 take whole tiles; launch.cuh, decode_pairs).
+// grid whose CTA pairs 2q, 2q + 1 take whole tiles; launch.cuh,
+// decode_pair_ctas).
 //
 // Each CTA shares at most one tile, with its pair: the first CTA holds its
 // first part (X), the second its last (E). After its main loop, the second
 // CTA's sum of E goes into the first CTA's shared memory with st.async, each
 // word completing bytes on an mbarrier there; the first CTA's warp that added
-// X waits on it, adds E and writes C. No workspace slot, count or global round trip; the
-// same order (X, then E) on every run, so the same bits.
+// X waits on it, adds E and writes C. No workspace slot, count or global
+// round trip; the same order (X, then E) on every run, so the same bits.
+// (The host gives pairs only tile counts of 3 or more per pair, so a shared
+// tile spans exactly the pair.)
 // The first CTA receives into warp 0's part buffer and mbarrier 0, which it
 // never uses otherwise: a part buffer belongs to a warp after the first of a
 // tile (warp 0 never is), and mbarrier 0 to a tile entering the CTA from an

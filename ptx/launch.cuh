@@ -285,7 +285,8 @@ inline int decode_aligned_grid(long long tiles, long long units, int per_cta, in
 // 70B M = 1), and so was 70B M = 16 in either form (58.8-59.6 vs
 // 57.7-58.1: its 16-row slots in 64-row tiles are bound by the loop, and
 // lose 4 of 132 SMs), which keeps the full grid. 0 where this does not
-// apply; KBIT_DECODE_PAIRS=0 turns it off (A/B).
+// apply; KBIT_DECODE_PAIRS=0 turns it off (A/B), 2 launches the clusters but
+// keeps the slots (the launch alone: level with no clusters, v47).
 #ifndef KBIT_DECODE_PAIRS
 #define KBIT_DECODE_PAIRS 1
 #endif
