@@ -124,8 +124,8 @@ __device__ __forceinline__ void mbarrier_wait_parity(uint32_t mbar, uint32_t par
   }
 }
 
-// ---- clusters and distributed shared memory (PTX ISA 9.7.9.x mapa,
-// 9.7.9.12 st.async, 9.7.13.4 barrier.cluster; sm_90) ------------------------------
+// ---- clusters and distributed shared memory (PTX ISA: mapa, st.async,
+// barrier.cluster, mbarrier.expect_tx / try_wait .cluster; sm_90, PTX 8.0+) --------
 // The shared::cluster address of this CTA's shared address `addr` in the CTA
 // of rank `rank` of the cluster (the same offset in its shared memory).
 __device__ __forceinline__ uint32_t mapa_shared(uint32_t addr, uint32_t rank) {
