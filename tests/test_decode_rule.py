@@ -251,3 +251,24 @@ def test_plan_order_sm90(tmp_path_factory):
     out = subprocess.run([str(exe)], input="".join(" ".join(map(str, s)) + "\n" for s in shapes),
                          capture_output=True, text=True, check=True).stdout.split()
     assert dict(zip(shapes, out)) == ORDER_EXPECTED
+
+
+def test_pair_grid_split():
+    """What finish_pair relies on (kbit_decode.cuh): on every pair grid of
+    GRID_EXPECTED, the even split of the units (DecodeSplit: CTA i takes
+    [i U / C, (i + 1) U / C)) gives each pair whole tiles, starts its first CTA
+    at a tile, and splits exactly one tile between its two CTAs: the first
+    CTA's last tile and the second's first, with whole tiles of each CTA on
+    either side, so no other tile spans CTAs."""
+    pairs = [(shape, want[1]) for shape, want in GRID_EXPECTED.items() if want[1] > 0]
+    assert pairs
+    for (tiles, units, _, _), grid in pairs:
+        k_tiles = units // tiles
+        begin = [i * units // grid for i in range(grid + 1)]
+        for q in range(grid // 2):
+            first, second, end = begin[2 * q], begin[2 * q + 1], begin[2 * q + 2]
+            assert first % k_tiles == 0 and end % k_tiles == 0   # the pair: whole tiles
+            assert second % k_tiles != 0                         # one tile split inside
+            shared = second // k_tiles
+            assert (second - 1) // k_tiles == shared             # the first CTA's last tile
+            assert first // k_tiles < shared < end // k_tiles - 1  # whole tiles on either side
