@@ -271,12 +271,14 @@ def test_kbit_decode_aligned_grid(bits, m, n, k, dtype, monkeypatch):
     tiles and no tile is split between CTAs; tiles split between the warps
     of a CTA remain. At M = 12 and 16 on 64-row tiles (one per CTA) their
     parts are added by helper warps (decode_helpers), in fp16 and bf16.
-    Since v47, N = 28672 at M = 1..8 (448 tiles of 64 rows, 2^27+ weights)
-    and N = 14336 at M = 4 and 16 (448 tiles of 32 rows) run on 128 CTAs in
-    clusters of two (on GPUs with clusters and 132 SMs): each pair takes 7
-    whole tiles, and the one its CTAs share is added through distributed
-    shared memory (decode_pair_ctas, finish_pair); N = 28672 at M = 16 keeps
-    the full grid and the workspace slots.
+    Since v47, N = 28672 at k = 4, M = 1 and 8 (448 tiles of 64 rows, 2^27+
+    weights) and N = 14336 at M = 4 and 16 (448 tiles of 32 rows) run on 128
+    CTAs in clusters of two (on GPUs with clusters and 132 SMs): each pair
+    takes 7 whole tiles, and the one its CTAs share is added through
+    distributed shared memory (decode_pair_ctas, finish_pair). N = 28672 at
+    M = 16 (16-row slots in 64-row tiles) and at k = 3, M = 4 (helper sums)
+    keep the full grid and the workspace slots: the same layers on the
+    other path.
     K % 64 == 32 leaves a half K-tile. Every run passes the checker and gives
     the same bits."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
