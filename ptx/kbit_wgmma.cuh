@@ -94,6 +94,12 @@ struct WgmmaParams : KbitParams {
 #ifndef KBIT_WGMMA_WIDE_LUT
 #define KBIT_WGMMA_WIDE_LUT 1   // 0: the 128-byte-row pair table (A/B)
 #endif
+#ifndef KBIT_WGMMA_K5_COPIES
+#define KBIT_WGMMA_K5_COPIES 32   // replicas of the k = 5 pair table where the room allows (8, 16 or 32)
+#endif
+#ifndef KBIT_WGMMA_K5_EXPERTS
+#define KBIT_WGMMA_K5_EXPERTS 1024   // experts whose slot table the 128 KB k = 5 table leaves room for
+#endif
 // Timing probes (scripts/tc_bench.cu; the results are wrong): bit 0 issues no
 // MMAs (the fragments are folded into the accumulators so that their
 // dequantization stays), bit 1 dequantizes only each warp's first unit (the
@@ -129,12 +135,53 @@ __host__ __device__ constexpr int wgmma_stage_bytes(int bits, int block_m, int w
 __host__ __device__ constexpr size_t wgmma_wide_cta_bytes(int bits, int block_m, int warps, int stages) {
   return wide_lut_cta_bytes(bits, 1024 + size_t(stages) * wgmma_stage_bytes(bits, block_m, warps));
 }
-// Ring depth: `stages`, or with the wide table (k <= 4) the most stages up to
-// that which let `blocks` CTAs share an SM, if that is 3 or more.
-__host__ __device__ constexpr int wgmma_stages(int bits, int block_m, int warps, int blocks, int stages) {
-  if (!KBIT_WGMMA_WIDE_LUT || bits > 4) return stages;
+// k = 5: one CTA's shared memory with a pair table of `copies` replicas (1024
+// entries of 4-byte words each, 128-byte rows at 32), in the layout of
+// wgmma_wide_cta_bytes but with the slot table of KBIT_WGMMA_K5_EXPERTS
+// experts: the ring takes what the table leaves, and a grouped layer with
+// many experts (Qwen3-Coder-Next: 512) must still fit. `warps`: MMA warps.
+__host__ __device__ constexpr size_t wgmma_k5_cta_bytes(int block_m, int warps, int nt, int stages, int copies) {
+  return size_t(1024) * copies * 4 + size_t(cdiv((KBIT_WGMMA_K5_EXPERTS + 1) * 4, 128) * 128) + 1024 +
+         size_t(stages) * wgmma_stage_bytes(5, block_m, warps * nt) + 1280 + 1024;
+}
+// The k = 5 table's replicas. Lane l reads replica l % copies; replica c of
+// entry e lies in bank (e * copies + c) % 32, so with 8 replicas the four
+// lanes that share one collide unless their entries differ mod 4: about 3
+// shared-memory wavefronts per lookup of random indices, 2 with 16, 1 with
+// 32. The rule, by measurement (H100, tc_bench graph us, docs/results.md v48):
+// * one CTA per SM: the most replicas, up to KBIT_WGMMA_K5_COPIES, that
+//   leave the ring 4 stages, or 3 with three 16-row tiles per warp, else 8.
+//   8 -> 32 replicas: Llama-3-70B gate/up M = 32 105 -> 93, M = 64 (3 tiles
+//   per warp, 3 stages) 120.5 -> 111.6, down M = 64 119.5 -> 109.5, 8B
+//   gate/up M = 64 (4 stages) 43.1 -> 40.8. 16 replicas were slower there
+//   (M = 64: 113-114), but at M = 128 (12 warps) 32 replicas leave 3 stages,
+//   159-160 against 151 with 8, and 16 replicas with 6 stages take 145;
+// * two CTAs per SM: 8 (static). There 16 fit, and the Qwen3-Coder-Next
+//   layers at M = 32..64 were 0.4-1.1 us slower with them.
+__host__ __device__ constexpr int wgmma_k5_copies(int block_m, int warps, int nt, int blocks) {
+  if (blocks > 1) return 8;
+  for (int c = KBIT_WGMMA_K5_COPIES; c > 8; c /= 2)
+    if (wgmma_k5_cta_bytes(block_m, warps, nt, nt == 3 ? 3 : 4, c) <= size_t(KBIT_SMEM_PER_SM_KB) * 1024) return c;
+  return 8;
+}
+// One CTA's shared memory at `stages` where its pair table lies in dynamic
+// shared memory (the wide table at k <= 4, the larger k = 5 tables) beside
+// the ring; 0 where the table is static. `warps`: MMA warps.
+__host__ __device__ constexpr size_t wgmma_table_cta_bytes(int bits, int block_m, int warps, int nt, int blocks,
+                                                           int stages) {
+  return bits <= 4 ? (KBIT_WGMMA_WIDE_LUT ? wgmma_wide_cta_bytes(bits, block_m, warps * nt, stages) : 0)
+         : wgmma_k5_copies(block_m, warps, nt, blocks) > 8
+             ? wgmma_k5_cta_bytes(block_m, warps, nt, stages, wgmma_k5_copies(block_m, warps, nt, blocks))
+             : 0;
+}
+// Ring depth: `stages`, or with a table in dynamic shared memory the most
+// stages up to that which let `blocks` CTAs share an SM, if that is 3 or more.
+__host__ __device__ constexpr int wgmma_stages(int bits, int block_m, int warps, int nt, int blocks, int stages) {
+  if (wgmma_table_cta_bytes(bits, block_m, warps, nt, blocks, stages) == 0) return stages;
   int s = stages;
-  while (s > 3 && blocks * wgmma_wide_cta_bytes(bits, block_m, warps, s) > size_t(KBIT_SMEM_PER_SM_KB) * 1024) --s;
+  while (s > 3 && blocks * wgmma_table_cta_bytes(bits, block_m, warps, nt, blocks, s) >
+                      size_t(KBIT_SMEM_PER_SM_KB) * 1024)
+    --s;
   return s;
 }
 
@@ -192,16 +239,19 @@ struct WgmmaConfig {
   // in shared memory (k <= 4; the launch picks the ring depth for it,
   // wgmma_stages), the 256-byte rows that form a lookup's address with one
   // prmt. The wide table is the first section of dynamic shared memory.
+  // At k = 5 (1024 entries) 16 or 32 replicas take 64 or 128 KB, in dynamic
+  // shared memory too (wgmma_k5_copies).
   static constexpr int kPairEntries = 1 << (2 * kBits);
-  static constexpr int kCopies = kBits <= 4 ? 32 : 8;
+  static constexpr int kCopies = kBits <= 4 ? 32 : wgmma_k5_copies(kBlockM_, kWarps_, kNT_, kMinBlocks_);
   static constexpr size_t kWideCtaBytes = wgmma_wide_cta_bytes(kBits, kBlockM_, kWarps_ * kNT_, kStages_);
   static constexpr bool kWideLut = KBIT_WGMMA_WIDE_LUT && kBits <= 4 &&
                                    kMinBlocks * kWideCtaBytes <= size_t(KBIT_SMEM_PER_SM_KB) * 1024;
   static constexpr int kLutRowWords = kWideLut ? 64 : kCopies;
   static constexpr int kLutBytes = kPairEntries * kLutRowWords * 4;
-  static constexpr int kLutShift = kWideLut ? 0 : kCopies == 32 ? 7 : 5;
-  static constexpr int kStaticLutWords = kWideLut ? 1 : kLutBytes / 4;
-  static constexpr int kDynLutBytes = kWideLut ? kLutBytes : 0;
+  static constexpr int kLutShift = kWideLut ? 0 : kCopies == 32 ? 7 : kCopies == 16 ? 6 : 5;   // log2(kCopies * 4)
+  static constexpr bool kDynLut = kWideLut || kLutBytes > 32 * 1024;
+  static constexpr int kStaticLutWords = kDynLut ? 1 : kLutBytes / 4;
+  static constexpr int kDynLutBytes = kDynLut ? kLutBytes : 0;
 
   // Dynamic shared memory: (the wide table,) the slot table, then (1024-aligned
   // at run time) the ring.
@@ -210,7 +260,7 @@ struct WgmmaConfig {
            size_t(kStages) * kStageBytes;
   }
   static_assert(BLOCK_M == 8 || BLOCK_M == 16 || BLOCK_M == 32 || BLOCK_M % 64 == 0, "wgmma N pieces");
-  static_assert(kWideLut || kLutBytes <= 32 * 1024, "pair table must stay within static shared memory");
+  static_assert(kCopies == 8 || kCopies == 16 || kCopies == 32, "pair table replicas: 8, 16 or 32");
   static_assert(kStages >= 3, "unit u + 1 is dequantized while unit u's MMAs run: three stages at least");
   static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
   static_assert(kWarps % 4 == 0, "whole warpgroups of 64 weight rows");
@@ -330,7 +380,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   __shared__ __align__(8) uint64_t full_bar[Cfg::kStages];    // stage s's copies have landed
   __shared__ __align__(8) uint64_t empty_bar[Cfg::kStages];   // every MMA warp is done with stage s (copy warp)
   extern __shared__ __align__(128) uint8_t kbit_smem[];
-  uint32_t* lut = Cfg::kWideLut ? reinterpret_cast<uint32_t*>(kbit_smem) : lut_static;
+  uint32_t* lut = Cfg::kDynLut ? reinterpret_cast<uint32_t*>(kbit_smem) : lut_static;
   int* slot_start = reinterpret_cast<int*>(kbit_smem + Cfg::kDynLutBytes);
   const uint32_t ring_s =
       (ptx::smem_u32(kbit_smem + Cfg::kDynLutBytes + cdiv((p.E + 1) * 4, 128) * 128) + 1023u) & ~1023u;

@@ -413,7 +413,7 @@ inline bool decode_serves(const kbit_api::KbitArgs& a, int mtiles, int ctas) {
 constexpr int wgmma_warps(int block_m, int nt) { return block_m >= 128 && nt == 1 ? KBIT_WG128_WARPS : 8; }
 constexpr int wgmma_blocks(int block_m, int nt) { return block_m >= 128 || nt > 1 ? 1 : 2; }
 constexpr int wgmma_depth(int bits, int block_m, int nt, int warps) {
-  return wgmma_stages(bits, block_m, warps * nt, wgmma_blocks(block_m, nt), block_m == 64 && nt == 1 ? 4 : 6);
+  return wgmma_stages(bits, block_m, warps, nt, wgmma_blocks(block_m, nt), block_m == 64 && nt == 1 ? 4 : 6);
 }
 template <int kBits, typename T, int kBlockM, int kNT = 1, int kWarps = wgmma_warps(kBlockM, kNT)>
 using WgmmaCfg = WgmmaConfig<kBits, T, kBlockM, wgmma_depth(kBits, kBlockM, kNT, kWarps), wgmma_blocks(kBlockM, kNT),
@@ -571,6 +571,18 @@ inline OccupancyCache& occupancy_cache() {
   return cache;
 }
 
+// The most shared memory one CTA may have on `device` (static and dynamic).
+inline size_t smem_optin(int device) {
+  static size_t bytes[64] = {0};
+  if (device < 0 || device >= 64) return 0;
+  if (bytes[device] == 0) {
+    int v = 0;
+    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
+    bytes[device] = size_t(v);
+  }
+  return bytes[device];
+}
+
 // CTAs of `kernel` resident per SM with `smem` bytes of dynamic shared memory.
 // The kernel's dynamic shared-memory limit is a per-function attribute: it is
 // only ever raised (a launch above it fails), once per device and size.
@@ -579,6 +591,12 @@ inline const char* resident_ctas(const void* kernel, int threads, size_t smem, i
   std::lock_guard<std::mutex> lock(cache.mu);
   size_t& limit = cache.smem_limit[std::make_pair(kernel, device)];
   if (smem > limit) {
+    // Dynamic shared memory grows with the experts (the slot table, 4 bytes
+    // each): the tiled kernels' configurations leave room for at least 1024
+    // of them (k = 5, wgmma_k5_cta_bytes), most for thousands.
+    cudaFuncAttributes fa;
+    if (cudaFuncGetAttributes(&fa, kernel) == cudaSuccess && smem + fa.sharedSizeBytes > smem_optin(device))
+      return "kbit: the kernel's shared memory (its slot table: 4 bytes per expert) exceeds what one CTA may have on this GPU";
     const cudaError_t err = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
     if (err != cudaSuccess) return cudaGetErrorString(err);
     limit = smem;
@@ -745,17 +763,6 @@ const char* kbit_launch_pairs(void (*kernel)(DecodeParams), const DecodeParams& 
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 #endif
-
-inline size_t smem_optin(int device) {
-  static size_t bytes[64] = {0};
-  if (device < 0 || device >= 64) return 0;
-  if (bytes[device] == 0) {
-    int v = 0;
-    cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, device);
-    bytes[device] = size_t(v);
-  }
-  return bytes[device];
-}
 
 // Decode plan; *fits = false (and no error) where the kernel's shared memory
 // exceeds what the device gives one CTA (GPUs with <= 164 KB per SM): the

@@ -123,12 +123,13 @@ struct Case {
   int N, K, M;
   Kernel kernel;   // kTiled (mma.sync), kWgmma or kDecode
   int nt;          // wgmma: tiles per warp as wgmma_config_for picks (4: whole 128-row tiles)
-  int bits = 4;    // k (the decode and tiled cases; the wgmma configurations here are k = 4)
+  int bits = 4;    // k
 };
 // The configuration of each case, by name (as launch.cuh dispatches it).
 template <int kBits, int kMTiles> using TiledK = kbit::KbitCfg<kBits, __half, kMTiles>;
 template <int kMTiles> using Tiled4 = TiledK<4, kMTiles>;
-template <int kBlockM, int kNT> using Wg4 = kbit::WgmmaCfg<4, __half, kBlockM, kNT>;
+template <int kBits, int kBlockM, int kNT> using WgK = kbit::WgmmaCfg<kBits, __half, kBlockM, kNT>;
+template <int kBlockM, int kNT> using Wg4 = WgK<4, kBlockM, kNT>;
 using WgWhole4 = kbit::WgmmaCfg<4, __half, 128, 1, 8>;
 // Decode configurations: the shape rule's (DecodeCfg: 16 warps, its ring
 // depth) and variants named by warps, 16-row tiles per warp, ring stages and
@@ -698,5 +699,18 @@ int main(int argc, char** argv) {
   run_case({"8b_gateup_m128", 14336, 4096, 128, W, 4}, Runner<WgWhole4, W>{});
   run_case({"qwen3_gateup_m16", 5120, 2048, 16, W, 1}, Runner<Wg4<16, 1>, W>{});
   run_case({"qwen3_down_m16", 2048, 5120, 16, W, 1}, Runner<Wg4<16, 1>, W>{});
+  // k = 5 (the pair table's replicas: wgmma_k5_copies)
+  run_case({"70b_gateup_m32_k5", 28672, 8192, 32, W, 3, 5}, Runner<WgK<5, 32, 3>, W>{});
+  run_case({"70b_gateup_m64_k5", 28672, 8192, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
+  run_case({"70b_down_m64_k5", 8192, 28672, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
+  run_case({"70b_gateup_m128_k5", 28672, 8192, 128, W, 1, 5}, Runner<WgK<5, 128, 1>, W>{});
+  run_case({"8b_gateup_m64_k5", 14336, 4096, 64, W, 2, 5}, Runner<WgK<5, 64, 2>, W>{});
+  run_case({"8b_down_m64_k5", 4096, 14336, 64, W, 1, 5}, Runner<WgK<5, 64, 1>, W>{});
+  run_case({"qwen3_gateup_m64_k5", 5120, 2048, 64, W, 1, 5}, Runner<WgK<5, 64, 1>, W>{});
+  run_case({"qwen3_down_m64_k5", 2048, 5120, 64, W, 1, 5}, Runner<WgK<5, 64, 1>, W>{});
+  run_case({"qwen3_gateup_m32_k5", 5120, 2048, 32, W, 1, 5}, Runner<WgK<5, 32, 1>, W>{});
+  // (small layers for the sanitizers: the 128 KB table, tiles split between CTAs)
+  run_case({"small_m64_k5", 1152, 2048, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
+  run_case({"small_m128_k5", 768, 2048, 128, W, 1, 5}, Runner<WgK<5, 128, 1>, W>{});
   return 0;
 }

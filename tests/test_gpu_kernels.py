@@ -381,6 +381,24 @@ def test_kbit_wgmma_tiles_per_warp(bits, m, n, monkeypatch):
 
 
 @requires_sm80
+@pytest.mark.parametrize("bits", [4, 5])
+@pytest.mark.parametrize("rows,n", [(40, 520), (70, 200)])
+def test_kbit_wgmma_many_experts(bits, rows, n, monkeypatch):
+    """512 experts (Qwen3-Coder-Next's count) with `rows` tokens each on
+    average, through the wgmma kernel's configurations of one CTA per SM
+    (forced; sm90 family): three 16-row tiles per warp at 64-row activation
+    tiles, and 128-row tiles of 12 warps. Their pair tables (k = 4: 64 KB;
+    k = 5: 64 or 128 KB, wgmma_k5_copies) leave room for a slot table of 512
+    experts and more (tests/test_wgmma_table.py checks 1024 on the host)."""
+    monkeypatch.setenv("KBIT_KERNEL", "wgmma")
+    spec = dict(problem="kbit_gemm", m=512 * rows, n=n, k=256, bits=bits, dtype="float16" if bits == 5 else "bfloat16",
+                experts=512, seed=13)
+    data, out = _run(spec)
+    ok, msg = R.check_implementation(data, out)
+    assert ok, msg
+
+
+@requires_sm80
 @pytest.mark.parametrize("experts", [1, 64])
 def test_kbit_cuda_graph(experts):
     """The call captures into a CUDA graph (no host sync, no allocation) and replays
