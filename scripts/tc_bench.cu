@@ -709,6 +709,11 @@ int main(int argc, char** argv) {
   run_case({"qwen3_gateup_m64_k5", 5120, 2048, 64, W, 1, 5}, Runner<WgK<5, 64, 1>, W>{});
   run_case({"qwen3_down_m64_k5", 2048, 5120, 64, W, 1, 5}, Runner<WgK<5, 64, 1>, W>{});
   run_case({"qwen3_gateup_m32_k5", 5120, 2048, 32, W, 1, 5}, Runner<WgK<5, 32, 1>, W>{});
+  // k = 5 at 16 rows: the wgmma kernel (32 replicas) against the decode kernel's
+  // 16-row slots (dec16_*_k5, the rule)
+  run_case({"70b_gateup_m16_k5_wg", 28672, 8192, 16, W, 2, 5}, Runner<WgK<5, 16, 2>, W>{});
+  run_case({"8b_down_m16_k5_wg", 4096, 14336, 16, W, 2, 5}, Runner<WgK<5, 16, 2>, W>{});
+  run_case({"dec16_8b_down_m16_k5", 4096, 14336, 16, D, 0, 5}, Runner<DecV<5, 12, 2, 3, 16>, D>{});
   // (small layers for the sanitizers: the 128 KB table, tiles split between CTAs)
   run_case({"small_m64_k5", 1152, 2048, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
   run_case({"small_m128_k5", 768, 2048, 128, W, 1, 5}, Runner<WgK<5, 128, 1>, W>{});
