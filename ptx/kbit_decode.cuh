@@ -258,7 +258,7 @@ struct DecodeConfig {
   static constexpr int kRingOffset = kSumOffset + cdiv(kSumBytes, 128) * 128;
   static constexpr int kSlotOffset = kRingOffset + kWarps * kWarpBytes;
   __host__ __device__ static constexpr size_t slot_bytes(int experts) {
-    return size_t(cdiv((experts + 1) * 4, 128) * 128);
+    return size_t(slot_table_bytes(experts));
   }
   __host__ __device__ static constexpr size_t smem_bytes(int experts) {
     return size_t(kSlotOffset) + slot_bytes(experts);

@@ -49,12 +49,20 @@ namespace kbit {
 // ---------------------------------------------------------------------------
 // Compile-time configuration of one kernel instance.
 // ---------------------------------------------------------------------------
-// One CTA's shared memory with the wide (256-byte-row) pair table of k-bit
-// indices: the table, the smallest slot table (one expert), `ring` bytes, the
-// static tables and the per-CTA reservation. Both tiled kernels (KbitConfig,
+// Bytes of the expert slot table (slot_start[0..E], dynamic shared memory),
+// in whole 128-byte pieces. Every kernel with a slot table sizes it here.
+__host__ __device__ constexpr int slot_table_bytes(int experts) { return cdiv((experts + 1) * 4, 128) * 128; }
+// One CTA's shared memory with a pair table of `table` bytes in dynamic
+// shared memory: the table, the slot table of `experts` experts, `ring`
+// bytes, the static tables and the per-CTA reservation.
+__host__ __device__ constexpr size_t dyn_lut_cta_bytes(size_t table, int experts, size_t ring) {
+  return table + size_t(slot_table_bytes(experts)) + ring + 1280 + 1024;
+}
+// The same with the wide (256-byte-row) pair table of k-bit indices and the
+// smallest slot table (one expert). Both tiled kernels (KbitConfig,
 // WgmmaConfig) use it where that many bytes leave their CTAs per SM in place.
 __host__ __device__ constexpr size_t wide_lut_cta_bytes(int bits, size_t ring) {
-  return (size_t(1) << (2 * bits)) * 256 + 128 + ring + 1280 + 1024;
+  return dyn_lut_cta_bytes((size_t(1) << (2 * bits)) * 256, 1, ring);
 }
 
 template <int kBits_, typename T_, int kMTiles_, int kWarps_, int kNT_, int kStages_, int kMinBlocks_>
@@ -111,7 +119,7 @@ struct KbitConfig {
   // are immediates of the shared loads (the LUT is at most 32 KB: under the
   // 48 KB static limit).
   __host__ __device__ static constexpr size_t smem_bytes(int experts) {
-    return size_t(kDynLutBytes) + size_t(cdiv((experts + 1) * 4, 128) * 128) + size_t(kStages) * kStageBytes;
+    return size_t(kDynLutBytes) + size_t(slot_table_bytes(experts)) + size_t(kStages) * kStageBytes;
   }
   static_assert(kWideLut || kLutBytes <= 32 * 1024, "pair table must stay within static shared memory");
 
@@ -947,7 +955,7 @@ kbit_gemm_kernel(const KbitParams p) {
   extern __shared__ __align__(128) uint8_t kbit_smem[];
   uint32_t* lut = Cfg::kWideLut ? reinterpret_cast<uint32_t*>(kbit_smem) : lut_static;
   int* slot_start = reinterpret_cast<int*>(kbit_smem + Cfg::kDynLutBytes);
-  uint8_t* ring = kbit_smem + Cfg::kDynLutBytes + cdiv((p.E + 1) * 4, 128) * 128;
+  uint8_t* ring = kbit_smem + Cfg::kDynLutBytes + slot_table_bytes(p.E);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const float cb_max = build_tables<Cfg>(lut, e4m4, cb_s, scratch, slot_start, p, tid);

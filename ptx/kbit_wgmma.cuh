@@ -141,8 +141,8 @@ __host__ __device__ constexpr size_t wgmma_wide_cta_bytes(int bits, int block_m,
 // experts: the ring takes what the table leaves, and a grouped layer with
 // many experts (Qwen3-Coder-Next: 512) must still fit. `warps`: MMA warps.
 __host__ __device__ constexpr size_t wgmma_k5_cta_bytes(int block_m, int warps, int nt, int stages, int copies) {
-  return size_t(1024) * copies * 4 + size_t(cdiv((KBIT_WGMMA_K5_EXPERTS + 1) * 4, 128) * 128) + 1024 +
-         size_t(stages) * wgmma_stage_bytes(5, block_m, warps * nt) + 1280 + 1024;
+  return dyn_lut_cta_bytes(size_t(1024) * copies * 4, KBIT_WGMMA_K5_EXPERTS,
+                           1024 + size_t(stages) * wgmma_stage_bytes(5, block_m, warps * nt));
 }
 // The k = 5 table's replicas. Lane l reads replica l % copies; replica c of
 // entry e lies in bank (e * copies + c) % 32, so with 8 replicas the four
@@ -256,7 +256,7 @@ struct WgmmaConfig {
   // Dynamic shared memory: (the wide table,) the slot table, then (1024-aligned
   // at run time) the ring.
   __host__ __device__ static constexpr size_t smem_bytes(int experts) {
-    return size_t(kDynLutBytes) + size_t(cdiv((experts + 1) * 4, 128) * 128) + 1024 +
+    return size_t(kDynLutBytes) + size_t(slot_table_bytes(experts)) + 1024 +
            size_t(kStages) * kStageBytes;
   }
   static_assert(BLOCK_M == 8 || BLOCK_M == 16 || BLOCK_M == 32 || BLOCK_M % 64 == 0, "wgmma N pieces");
@@ -383,7 +383,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   uint32_t* lut = Cfg::kDynLut ? reinterpret_cast<uint32_t*>(kbit_smem) : lut_static;
   int* slot_start = reinterpret_cast<int*>(kbit_smem + Cfg::kDynLutBytes);
   const uint32_t ring_s =
-      (ptx::smem_u32(kbit_smem + Cfg::kDynLutBytes + cdiv((p.E + 1) * 4, 128) * 128) + 1023u) & ~1023u;
+      (ptx::smem_u32(kbit_smem + Cfg::kDynLutBytes + slot_table_bytes(p.E)) + 1023u) & ~1023u;
   uint8_t* ring = kbit_smem + (ring_s - ptx::smem_u32(kbit_smem));
   const uint32_t bar_s = ptx::smem_u32(full_bar), empty_s = ptx::smem_u32(empty_bar);
 
