@@ -60,11 +60,12 @@ FAMILIES = ("sm80", "sm90", "sm100")
 # wrappers and stages (each includes what it builds on), the kernels written
 # against them, then the host launchers. api.h goes first (shared with bindings).
 TU_FILES = {
-    "sm80": ["sm80.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "kbit_gemv.cuh", "launch.cuh"],
+    "sm80": ["sm80.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "kbit_gemv.cuh", "plain_read.cuh",
+             "launch.cuh"],
     "sm90": ["sm90_wgmma.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "kbit_wgmma.cuh", "nvfp4_gemv.cuh",
-             "kbit_gemv.cuh", "launch.cuh"],
+             "kbit_gemv.cuh", "plain_read.cuh", "launch.cuh"],
     "sm100": ["sm100.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "kbit_gemv.cuh", "sm100_kernels.cuh",
-              "launch.cuh"],
+              "plain_read.cuh", "launch.cuh"],
 }
 
 # Targets `eval/run.py --mode compile` builds each family for (no GPU needed).
@@ -467,6 +468,38 @@ def _nvfp4_path(module, family, device) -> int:
 
 
 _device_modules: dict = {}
+
+
+def plain_read(buf: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """Read every byte of `buf` once and compute nothing: the streaming ceiling
+    (ptx/plain_read.cuh) that `eval/run.py --graph` times beside each benchmark.
+    `buf`: a contiguous uint8 CUDA tensor, 16-byte aligned, a multiple of 16
+    bytes long. CTA i stores the xor of the int32 words it read in out[i]
+    (`out`: int32, at least `plain_read_ctas(device)` words; a buffer kept per
+    device where it is None); words of CTAs that did not run are left as they
+    were. Returns `out`. Asynchronous, like custom_kernel."""
+    _need(isinstance(buf, torch.Tensor) and buf.is_cuda, "plain_read needs a CUDA tensor")
+    module, _ = _cuda_module(buf.device)
+    _need(module is not None, "plain_read needs the CUDA module (not the portable path)")
+    if out is None:
+        out = _plain_read_out.get(buf.device.index)
+        if out is None:
+            out = _plain_read_out[buf.device.index] = torch.zeros(plain_read_ctas(buf.device), dtype=torch.int32,
+                                                                  device=buf.device)
+    bad = module.plain_read(buf, out)
+    if bad:
+        raise ValueError(bad)
+    return out
+
+
+def plain_read_ctas(device: torch.device) -> int:
+    """The most CTAs plain_read launches on `device`: the words its `out` needs."""
+    module, _ = _cuda_module(torch.device(device))
+    _need(module is not None, "plain_read needs the CUDA module (not the portable path)")
+    return module.plain_read_ctas(torch.device(device).index or 0)
+
+
+_plain_read_out: dict = {}
 
 
 def custom_kernel(data):

@@ -14,6 +14,9 @@ are also written to that file descriptor as `key: value` lines.
 Fixed weaknesses: the L2 flush buffer is allocated once (>= 2x L2); the stop
 rule needs at least 100 ms of samples; the baseline is timed in the same run;
 speed-of-light = minimal bytes / the streaming read bandwidth measured here.
+With --graph, each benchmark also times a plain read of its minimal bytes
+(the submission's `plain_read`, where it has one): the ceiling that reading
+those bytes alone reaches on this GPU, launch and ramp-up included.
 Without CUDA the portable path runs on the CPU, on the tests and the reduced
 benchmark set (specs with "cpu": true).
 """
@@ -404,6 +407,7 @@ class Result:
     stats: Optional[dict] = None
     graph_us: Optional[float] = None
     sol_us: Optional[float] = None
+    ceiling_us: Optional[float] = None    # graph time of a plain read of `bytes` (--graph)
     bytes: Optional[int] = None
     flops: Optional[int] = None
     baselines: dict = field(default_factory=dict)       # name -> mean us
@@ -497,6 +501,8 @@ def _bench_one(spec, name, mod, device, timer, read_gbs, args, leaderboard) -> R
             res.graph_us = timer.graph_us(lambda: mod.custom_kernel(arg))
         except Exception as exc:
             res.message += f" [graph timing unavailable: {type(exc).__name__}]"
+    if args.graph and device.type == "cuda":
+        res.ceiling_us = plain_read_us(mod, timer, res.bytes, device)
     for bname, fn in make_baselines(data, device).items():
         try:
             res.baselines[bname] = measure(timer, fn, budget_s=min(args.budget_s, 1.0)).mean
@@ -510,6 +516,19 @@ def _bench_one(spec, name, mod, device, timer, read_gbs, args, leaderboard) -> R
     return res
 
 
+def plain_read_us(mod, timer: Timer, nbytes: int, device) -> Optional[float]:
+    """Graph time of reading `nbytes` (rounded up to 16) once with the
+    submission's `plain_read` kernel; None where it has none or it fails."""
+    fn = getattr(mod, "plain_read", None)
+    if fn is None:
+        return None
+    try:
+        buf = torch.empty((nbytes + 15) // 16 * 16, dtype=torch.uint8, device=device)
+        return timer.graph_us(lambda: fn(buf))
+    except Exception:
+        return None
+
+
 def _row(r: Result) -> str:
     if not r.stats:
         return f"  FAIL  {r.name:38s} {r.message}"
@@ -518,12 +537,13 @@ def _row(r: Result) -> str:
     base = r.baselines.get(base_name) if base_name else None
     sp = f"{base / mean:6.2f}x" if base else "   n/a "
     g = f"{r.graph_us:8.2f}" if r.graph_us is not None else "       -"
+    rd = f"{r.ceiling_us:8.2f}" if r.ceiling_us is not None else "       -"
     return (f"  {'pass' if r.ok else 'FAIL'}  {r.name:38s} {mean:9.2f} ±{r.stats['err']:6.2f} {g} "
-            f"{r.sol_us:8.2f} {100 * r.sol_us / mean:6.1f}% {base if base else float('nan'):9.2f} {sp}")
+            f"{r.sol_us:8.2f} {100 * r.sol_us / mean:6.1f}% {base if base else float('nan'):9.2f} {sp} {rd}")
 
 
 HEADER = (f"  {'':4s}  {'case':38s} {'mean µs':>9s} {'±err':>7s} {'graph µs':>8s} {'SOL µs':>8s} "
-          f"{'%SOL':>7s} {'base µs':>9s} {'speedup':>7s}")
+          f"{'%SOL':>7s} {'base µs':>9s} {'speedup':>7s} {'read µs':>8s}")
 
 
 def summarize(results: list, log) -> None:

@@ -66,6 +66,12 @@ const char* kbit_gemm_run_tc(const KbitArgs& args, const KbitPlan& plan, float* 
                              int32_t* counters, void* stream);
 const char* nvfp4_gemv_run_tc(const Nvfp4Args& args, int device, void* stream);
 
+// The streaming ceiling (plain_read.cuh): reads `bytes` (a multiple of 16) at
+// `src` (16-byte aligned) once; CTA i stores the xor of the words it read in
+// out[i]. At most plain_read_ctas(device) CTAs (the words `out` must hold).
+const char* plain_read_run(const void* src, size_t bytes, uint32_t* out, int device, void* stream);
+int plain_read_ctas(int device);
+
 // The PTX family this translation unit was built from ("sm80", "sm90", "sm100").
 const char* family_name();
 int has_tcgen05();

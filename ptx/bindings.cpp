@@ -271,11 +271,32 @@ std::string nvfp4_gemv(at::Tensor a, at::Tensor b, at::Tensor sfa, at::Tensor sf
   return std::string();
 }
 
+// The streaming ceiling: reads every byte of `buf` once (plain_read.cuh); CTA i
+// stores the xor of the words it read in out[i]. Returns "" after launching,
+// or what is wrong with the arguments.
+std::string plain_read(at::Tensor buf, at::Tensor out) {
+  KBIT_REQUIRE(buf.is_cuda() && out.is_cuda() && buf.device() == out.device(),
+               "plain_read: buf and out must be on the same CUDA device");
+  KBIT_REQUIRE(buf.scalar_type() == at::kByte && buf.dim() == 1 && buf.is_contiguous(),
+               "plain_read: buf must be a contiguous 1-D uint8 tensor, got ", buf.scalar_type(), " ", shape_str(buf));
+  KBIT_REQUIRE(buf.numel() % 16 == 0 && reinterpret_cast<uintptr_t>(buf.data_ptr()) % 16 == 0,
+               "plain_read: buf must be 16-byte aligned and a multiple of 16 bytes long, got ", buf.numel());
+  const int ctas = kbit_api::plain_read_ctas(buf.device().index());
+  KBIT_REQUIRE(out.scalar_type() == at::kInt && out.is_contiguous() && out.numel() >= ctas,
+               "plain_read: out must be a contiguous int32 tensor of at least ", ctas, " words (one per CTA)");
+  const c10::cuda::CUDAGuard guard(buf.device());
+  check(kbit_api::plain_read_run(buf.data_ptr(), size_t(buf.numel()), reinterpret_cast<uint32_t*>(out.data_ptr()),
+                                 buf.device().index(), at::cuda::getCurrentCUDAStream().stream()));
+  return std::string();
+}
+
 }  // namespace
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("kbit_gemm", &kbit_gemm, "fused kbit dequantize + GEMM (writes c); returns \"\" or a validation message");
   m.def("nvfp4_gemv", &nvfp4_gemv, "NVFP4 batched scaled GEMV (writes c); returns \"\" or a validation message");
+  m.def("plain_read", &plain_read, "reads every byte of buf once (the streaming ceiling); returns \"\" or a message");
+  m.def("plain_read_ctas", &kbit_api::plain_read_ctas, "CTAs of plain_read at most on a device (words of out)");
   m.def("family", &kbit_api::family_name, "PTX family of this build");
   m.def("has_tcgen05", &kbit_api::has_tcgen05, "1 if the tcgen05 paths are built in");
 }

@@ -2,6 +2,7 @@
 // occupancy, workspace plans and launches. No torch here (bindings.cpp wraps it).
 #pragma once
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -1190,6 +1191,19 @@ const char* nvfp4_gemv_run(const Nvfp4Args& a, int device, void* stream) {
     }
   }
   kernel<<<dim3(gx, a.l), kbit::kNvfp4Threads, smem, static_cast<cudaStream_t>(stream)>>>(p);
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+int plain_read_ctas(int device) { return kbit::sm_count(device) * kbit::kPlainReadCtasPerSm; }
+
+const char* plain_read_run(const void* src, size_t bytes, uint32_t* out, int device, void* stream) {
+  const size_t n = bytes / 16;
+  if (n == 0) return nullptr;
+  const size_t ctas =
+      std::min<size_t>(plain_read_ctas(device), (n + kbit::kPlainReadThreads - 1) / kbit::kPlainReadThreads);
+  kbit::plain_read_kernel<<<unsigned(ctas), kbit::kPlainReadThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      static_cast<const uint4*>(src), n, out);
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }

@@ -218,6 +218,14 @@ __device__ __forceinline__ float shfl_idx_lo5(float v, uint32_t src) {
   return d;
 }
 
+// ---- warp reduction (PTX ISA, parallel synchronization: redux.sync, sm_80+) ----
+// The xor of v over all 32 lanes, in every lane.
+__device__ __forceinline__ uint32_t redux_sync_xor(uint32_t v) {
+  uint32_t d;
+  asm volatile("redux.sync.xor.b32 %0, %1, 0xffffffff;\n" : "=r"(d) : "r"(v));
+  return d;
+}
+
 // ---- named barrier (PTX ISA 9.7.13.1) --------------------------------------------
 // Barrier `id` over the first `count` arriving threads (a multiple of 32): the
 // CTA barrier's memory ordering among those threads only, for kernels where

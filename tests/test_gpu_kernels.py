@@ -1,8 +1,10 @@
 """The kernels on the GPU, through check_implementation (skip without CUDA):
 every kbit test spec (every k, both dtypes, odd shapes, grouped with empty
-experts), every nvfp4 test spec, determinism, CUDA-graph capture, bad offsets."""
+experts), every nvfp4 test spec, determinism, CUDA-graph capture, bad offsets;
+and the harness's plain-read ceiling kernel."""
 import os
 
+import numpy as np
 import pytest
 import torch
 
@@ -519,3 +521,37 @@ def test_bad_input_raises_value_error_on_gpu():
         with pytest.raises(ValueError, match=match):
             S.custom_kernel(bad)
         torch.cuda.synchronize()
+
+
+def _xor_words(t: torch.Tensor) -> int:
+    return int(np.bitwise_xor.reduce(t.view(torch.int32).cpu().numpy().astype(np.uint32)))
+
+
+@requires_sm80
+@pytest.mark.parametrize("nbytes", [16, 16 * 1000, 16 * 999_983, 64 << 20])
+def test_plain_read_reads_every_word(nbytes):
+    """plain_read, the harness's streaming ceiling, reads every word of its
+    buffer: the xor of its CTAs' checksums is the xor of all words (sizes that
+    leave threads without a load, a partial last round, full rounds)."""
+    gen = torch.Generator(device="cuda").manual_seed(nbytes)
+    buf = torch.randint(0, 256, (nbytes,), dtype=torch.uint8, device="cuda", generator=gen)
+    out = torch.zeros(S.plain_read_ctas(buf.device), dtype=torch.int32, device="cuda")
+    S.plain_read(buf, out)
+    assert _xor_words(out) == _xor_words(buf)
+    g = torch.cuda.CUDAGraph()          # capturable, as the harness times it
+    with torch.cuda.graph(g):
+        S.plain_read(buf, out)
+    out.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    assert _xor_words(out) == _xor_words(buf)
+
+
+@requires_sm80
+def test_plain_read_bad_input_raises_value_error():
+    buf = torch.zeros(4096, dtype=torch.uint8, device="cuda")
+    out = torch.zeros(S.plain_read_ctas(buf.device), dtype=torch.int32, device="cuda")
+    for bad, o in ((buf[1:17], out), (buf[:15], out), (buf.view(torch.int32), out), (buf, out[:1]),
+                   (buf, out.to(torch.int64))):
+        with pytest.raises(ValueError, match="plain_read"):
+            S.plain_read(bad, o)

@@ -65,3 +65,21 @@ def test_committed_runs():
     assert verdict[("every k on Llama-3-70B gate/up at M = 1: ≥ 85 % of its SOL", "llama3_70b_gateup_m1_k4_fp16")] == "yes"
     assert verdict[("M = 16, k = 4, fp16, Llama-3 8B / 70B: ≥ 75 % of SOL", "llama3_8b_gateup_m16_k4_fp16")] == "no"
     assert verdict[("… and ≥ 3× torch._grouped_mm on bf16 weights", "glm47_routed_t64_k4_bf16")] == "yes"
+
+
+def test_plain_read_ceiling(tmp_path):
+    """Runs with the plain-read ceiling: its columns, and a target beyond what a
+    plain read of the case's bytes reaches named as such (8B M = 1 at 90 %: a
+    plain read at 12.4 µs is 83 % of 10.35 µs of SOL), one within it not."""
+    cases = [dict(case("llama3_8b_gateup_m1_k4_fp16", 16.6, 10.35, cublas=42.8, int4_tinygemm=23.5), ceiling_us=12.4),
+             dict(case("llama3_70b_gateup_m1_k4_fp16", 47.8, 41.4, cublas=165.0, int4_tinygemm=77.0), ceiling_us=43.0)]
+    lines = run([write(tmp_path, "a.json", cases), write(tmp_path, "b.json", cases)])
+    assert lines[0].endswith("| plain read µs | plain read % of SOL |")
+    assert row(lines, "llama3_8b_gateup_m1_k4_fp16").endswith("| 12.40 | 83 % |")
+    m1 = [line for line in lines if line.startswith("| 4 | M = 1")]
+    assert m1[0].endswith("| no, beyond the plain read | 83.47 |")
+    assert m1[1].endswith("| no | 96.28 |")
+    tiny = [line for line in lines if line.startswith("| 4 | faster than tinygemm")]
+    assert tiny[0].endswith("| yes | 1.90 |")
+    assert lines[-1] == ("3 of 5 target rows hold in every run, 0 in some, 2 in none "
+                         "(1 of them beyond what a plain read of their bytes reaches).")
