@@ -12,9 +12,13 @@ run, in most, or not at all.
 
 Runs made with this harness's plain-read ceiling (`ceiling_us`: the graph time of
 reading the case's minimal bytes and nothing else) also show, per case, that
-time and its % of SOL, and, per target, the value the case would have if it ran
-as fast as that plain read. A target whose bound lies beyond that value in every
-run cannot be met on that GPU by any kernel that reads those bytes.
+time, its % of SOL and its fraction of the case's graph time (how close the
+kernel is to a plain read of its bytes), and, per target, the value the case would have if it ran
+as fast as that plain read. The plain read is one copy method (16-byte loads);
+others in scripts/stream_probe.cu were up to 7 % faster on some of these sizes
+on an H100 (docs/results.md v49). So a target counts as "beyond the plain
+read" only where its bound lies more than READ_MARGIN beyond that value in
+every run: no kernel that reads those bytes meets it on that GPU.
 
 Only graph times are compared: they leave out the host's launch work, which the
 issues' targets do not measure (docs/results.md, "graph")."""
@@ -60,6 +64,9 @@ def speedup(x):
     return baseline(x)[1] / x["graph_us"] if baseline(x)[1] else float("nan")
 
 
+READ_MARGIN = 1.08   # how much faster than the plain read any copy method is allowed to be
+
+
 def at_ceiling(x):
     """The case as if it ran as fast as the plain read of its bytes (None without one)."""
     return {**x, "graph_us": x["ceiling_us"]} if x.get("ceiling_us") else None
@@ -69,8 +76,8 @@ def table(runs, out):
     names = list(dict.fromkeys(n for r in runs for n in r))
     read = any(x.get("ceiling_us") for r in runs for x in r.values())
     out("| case | graph µs | SOL µs | % of SOL | baseline µs | × baseline | tinygemm µs |"
-        + (" plain read µs | plain read % of SOL |" if read else ""))
-    out("|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|" if read else ""))
+        + (" plain read µs | plain read % of SOL | plain read ÷ graph |" if read else ""))
+    out("|---|---:|---:|---:|---:|---:|---:|" + ("---:|---:|---:|" if read else ""))
     for n in names:
         x = next(r[n] for r in runs if n in r)
         key, _ = baseline(x)
@@ -81,7 +88,8 @@ def table(runs, out):
             f"| {rng(per_run(runs, n, speedup), '{:.2f}') + '×' if key else '—'} "
             f"| {rng([t for t in tiny if t]) if any(tiny) else '—'} |"
             + (f" {rng(per_run(runs, n, lambda c: c.get('ceiling_us') or 0))} "
-               f"| {rng([100 * c['sol_us'] / c['ceiling_us'] for r in runs if n in r for c in [r[n]] if c.get('ceiling_us')], '{:.0f}')} % |"
+               f"| {rng([100 * c['sol_us'] / c['ceiling_us'] for r in runs if n in r for c in [r[n]] if c.get('ceiling_us')], '{:.0f}')} % "
+               f"| {rng([100 * c['ceiling_us'] / c['graph_us'] for r in runs if n in r for c in [r[n]] if c.get('ceiling_us')], '{:.0f}')} % |"
                if read else ""))
 
 
@@ -149,6 +157,9 @@ def check(runs, out):
     def meets(v, bound, sense):
         return v >= bound if sense == "min" else v <= bound
 
+    def reachable(v, bound, sense):   # v: the value at the plain read
+        return meets(v * READ_MARGIN, bound, sense) if sense == "min" else meets(v / READ_MARGIN, bound, sense)
+
     def row(issue, text, label, vals, bound, sense, ceil_vals=None):
         if not vals:
             return
@@ -156,7 +167,7 @@ def check(runs, out):
         worst = min(vals) if sense == "min" else max(vals)
         best = max(vals) if sense == "min" else min(vals)
         holds = "yes" if all(ok) else "in some runs" if any(ok) else "no"
-        if holds == "no" and ceil_vals and not any(meets(v, bound, sense) for v in ceil_vals):
+        if holds == "no" and ceil_vals and not any(reachable(v, bound, sense) for v in ceil_vals):
             holds = "no, beyond the plain read"
         verdicts.append(holds)
         cell = ""
