@@ -6,8 +6,9 @@
 // on this GPU, launch and DRAM ramp-up included. SOL (bytes ÷ the streaming
 // bandwidth of a 2 GiB read) leaves out the fixed part. On small layers that
 // part is most of the call: on an H100 a plain read of 31 MB reached ~84 % of
-// SOL and 4.5 MB ~40 % (docs/results.md v9). A target above this ceiling
-// cannot be met by any kernel that reads those bytes.
+// SOL and 4.5 MB ~40 % (docs/results.md v9, v49). Other copy methods beat it
+// by up to 7 % on small layers (v49), so scripts/standings.py names a target
+// out of reach only where it lies more than 8 % beyond this read.
 //
 // The method is the fastest of scripts/stream_probe.cu's at 4.5–125 MB, within
 // 1–3 % of the others: 16-byte loads that do not allocate in L1, grid-stride,
