@@ -494,9 +494,12 @@ def plain_read(buf: torch.Tensor, out: Optional[torch.Tensor] = None) -> torch.T
 
 def plain_read_ctas(device: torch.device) -> int:
     """The most CTAs plain_read launches on `device`: the words its `out` needs."""
-    module, _ = _cuda_module(torch.device(device))
+    device = torch.device(device)
+    if device.index is None:
+        device = torch.device("cuda", torch.cuda.current_device())
+    module, _ = _cuda_module(device)
     _need(module is not None, "plain_read needs the CUDA module (not the portable path)")
-    return module.plain_read_ctas(torch.device(device).index or 0)
+    return module.plain_read_ctas(device.index)
 
 
 _plain_read_out: dict = {}

@@ -13,8 +13,8 @@ run, in most, or not at all.
 Runs made with this harness's plain-read ceiling (`ceiling_us`: the graph time of
 reading the case's minimal bytes and nothing else) also show, per case, that
 time, its % of SOL and its fraction of the case's graph time (how close the
-kernel is to a plain read of its bytes), and, per target, the value the case would have if it ran
-as fast as that plain read. The plain read is one copy method (16-byte loads);
+kernel is to a plain read of its bytes), and, per target, the value the case
+would have if it ran as fast as that plain read. The plain read is one copy method (16-byte loads);
 others in scripts/stream_probe.cu were up to 7 % faster on some of these sizes
 on an H100 (docs/results.md v49). So a target counts as "beyond the plain
 read" only where its bound lies more than READ_MARGIN beyond that value in
@@ -148,7 +148,7 @@ def check(runs, out):
     """Each target row: worst and best run, whether it holds, and (where the runs
     have the plain-read ceiling, for single-case targets) the best value a plain
     read of the case's bytes reaches; "no, beyond the plain read" where the
-    bound lies beyond that in every run."""
+    bound lies more than READ_MARGIN beyond that in every run."""
     read = any(x.get("ceiling_us") for r in runs for x in r.values())
     out("| issue | target | case | worst run | best run | holds |" + (" at the plain read |" if read else ""))
     out("|---|---|---|---:|---:|---|" + ("---:|" if read else ""))
