@@ -444,10 +444,10 @@ inline int wgmma_mtiles(const kbit_api::KbitArgs& a, int mtiles) {
   return mtiles == 8 && rows > 64 && large ? 16 : mtiles;
 }
 // 16-row weight tiles per MMA warp: two on layers of at least 2^25 weights
-// at 9..32 rows, and at 33..64 rows where N >= 8192; three instead at 17..64
-// rows on layers of at least 2^27 weights (forced: two or three at 9..64 rows
-// everywhere, three where N >= 512; up to 8 rows, which the shape rule never
-// sends to this kernel, forcing keeps one), else one. H100, graph time:
+// at 9..64 rows; three instead at 17..64 rows on layers of at least 2^27
+// weights, and at 17..32 rows from 3 * 2^24 (forced: two or three at 9..64
+// rows everywhere, three where N >= 512; up to 8 rows, which the shape rule
+// never sends to this kernel, forcing keeps one), else one. H100, graph time:
 // * three tiles (v23): Llama-3-70B M = 32 74.2-76.0 vs 81.1-83.1 us with two
 //   (both with the copy warpgroup), M = 64 level to 7 % faster (k = 2, 5);
 //   8B (18 units per CTA) 1-17 % slower;
@@ -459,17 +459,29 @@ inline int wgmma_mtiles(const kbit_api::KbitArgs& a, int mtiles) {
 // * 64 rows (with the copy warpgroup; v23): 70B gate/up and down 96.8-97.4 /
 //   93.9 vs 110.8-111.7 / 108.3-108.6 us, k = 2 / 3 13 / 10 % faster, k = 5
 //   level; 8B gate/up (N 14336) 36.5-36.6 vs 37.8-38.2. 8B down (N 4096, 16
-//   tiles of 256 rows) is 1-3 % slower at k = 2..4 and 10 % at k = 5 (48.8
-//   vs 44.3 us), hence N >= 8192.
+//   tiles of 256 rows) was then 1-3 % slower at k = 2..4 and 10 % at k = 5,
+//   and until v50 the rule asked for N >= 8192 at 33..64 rows. Measured again
+//   on v49's kernel (tc_bench, docs/results.md v50), two tiles are faster
+//   there at every k: 8B down M = 64 k = 2 / 3 / 4 / 5 27.9-28.4 / 31.4-32.3 /
+//   31.3-32.4 / 38.3-38.9 vs 32.2-32.8 / 33.9-34.9 / 34.4-35.0 / 43.0-43.5 us,
+//   M = 40 31.7-32.2 vs 34.8-35.3; N 4096 x K 8192 (2^25) 23.8-24.6 vs
+//   24.7-25.2, N 2048 x K 16384 level (24.2-25.1 vs 24.4-25.3).
+// * three tiles at 17..32 rows below 2^27 (v50, tc_bench, two rounds):
+//   Llama-3-8B gate/up (2^25.8) M = 32 k = 2 / 4 / 5 25.7-26.5 / 28.2-28.7 /
+//   34.3-34.6 vs 26.9-27.1 / 29.6-30.6 / 35.3-35.9 us, M = 24 28.3-28.7 vs
+//   29.2-30.0; 8B down M = 32 27.4-28.2 vs 27.9-28.3; at 2^25 N 4096 x
+//   K 8192 1 us slower (20.5-21.8 vs 19.9-20.8), N 8192 x K 4096 level. At
+//   33..64 rows they stay slower on 8B (down M = 64 33.0-33.6 vs 31.7-31.9,
+//   gate/up level).
 // * 128 rows: two tiles are slower (8B gate/up 51.6 vs 47.5 us).
 #ifndef KBIT_WGMMA_NT2_MAX_MTILES
 #define KBIT_WGMMA_NT2_MAX_MTILES 8   // the largest mtiles with two tiles per warp (4, 8 or 16)
 #endif
 inline int wgmma_nt_for(const kbit_api::KbitArgs& a, int mtiles) {
   const bool forced = a.kernel == 4, large = forced || (long long)a.N * a.K >= (1ll << 25);
-  const bool wide = forced || mtiles < 8 || a.N >= 8192;
-  if (!(mtiles >= 2 && mtiles <= KBIT_WGMMA_NT2_MAX_MTILES && large && wide)) return 1;
-  const bool three = forced ? a.N >= 512 : (long long)a.N * a.K >= (1ll << 27);
+  if (!(mtiles >= 2 && mtiles <= KBIT_WGMMA_NT2_MAX_MTILES && large)) return 1;
+  const long long weights = (long long)a.N * a.K;
+  const bool three = forced ? a.N >= 512 : weights >= (1ll << 27) || (mtiles == 4 && weights >= (3ll << 24));
   return mtiles >= 4 && mtiles <= 8 && three ? 3 : 2;
 }
 // The wgmma configuration (plan->wgmma): 1, 2 or 3 16-row weight tiles per MMA
