@@ -4,7 +4,9 @@ kbit_wgmma_dispatch can select, for k = 2..5, fits its CTAs per SM in an
 H100's shared memory with the slot table of 1024 experts, and the k = 5
 table has the replicas docs/results.md v48 measured: 32 (128 KB, bank-conflict
 free) where one CTA holds the SM and they leave the ring enough stages, 16 for
-the 128-row tiles of 12 warps, 8 (32 KB, static) where two CTAs share an SM."""
+the 128-row tiles of 12 warps, 8 (32 KB, static) where two CTAs share an SM.
+And the tiles per MMA warp the plan picks (wgmma_config_for) on the measured
+shapes."""
 import subprocess
 
 from conftest import build_host_program
@@ -73,3 +75,54 @@ def test_wgmma_tables_fit_and_replicas(tmp_path_factory):
     assert k5[(128, 8, 1, 1)][0] == 32       # 128-row tiles, one per CTA
     assert all(c == (8, c[1]) for (_, _, _, blocks), c in k5.items() if blocks == 2)
     assert len(k5) >= 8, rows
+
+
+RULE_PROGRAM = PROGRAM.split("// Prints one")[0] + r"""
+// Reads "M N K E" lines; prints the wgmma configuration the plan picks
+// (wgmma_config_for on a 132-SM GPU: 1, 2 or 3 tiles per MMA warp, or 4 for
+// whole 128-row tiles) and BLOCK_M, or "none" where the wgmma kernel does not
+// serve the shape.
+int main() {
+  int m, n, k, e;
+  while (std::scanf("%d %d %d %d", &m, &n, &k, &e) == 4) {
+    kbit_api::KbitArgs a{};
+    a.M = m; a.N = n; a.K = k; a.E = e; a.bits = 4;
+    const int mtiles = kbit::kbit_pick_mtiles(m, e);
+    if (!kbit::wgmma_kernel_pays(a, mtiles)) {
+      std::printf("none\n");
+      continue;
+    }
+    const int wm = kbit::wgmma_mtiles(a, mtiles);
+    std::printf("%d %d\n", kbit::wgmma_config_for(a, wm, 132), 8 * wm);
+  }
+  return 0;
+}
+"""
+
+L70_GATEUP, L70_DOWN, L8_GATEUP, L8_DOWN = (28672, 8192), (8192, 28672), (14336, 4096), (4096, 14336)
+# (M, N, K, E) -> (tiles per MMA warp or 4 = whole 128-row tiles, BLOCK_M), as
+# measured (launch.cuh, wgmma_nt_for: v22, v23, v50).
+RULE_EXPECTED = {
+    (32, *L70_GATEUP, 1): (3, 32), (64, *L70_GATEUP, 1): (3, 64), (64, *L70_DOWN, 1): (3, 64),
+    (32, *L8_GATEUP, 1): (3, 32),    # v50: three tiles at 17..32 rows from 3 * 2^24 weights
+    (24, *L8_GATEUP, 1): (3, 32),
+    (32, *L8_DOWN, 1): (3, 32),
+    (64, *L8_GATEUP, 1): (2, 64),    # 33..64 rows below 2^27: two
+    (64, *L8_DOWN, 1): (2, 64),      # v50: N < 8192 too (one until v49)
+    (40, *L8_DOWN, 1): (2, 64),
+    (32, 4096, 8192, 1): (2, 32),    # 2^25 weights: two (three 1 us slower)
+    (64, 4096, 8192, 1): (2, 64),
+    (32, 5120, 2048, 1): (1, 32),    # under 2^25 (Qwen3-Coder-Next): one
+    (128, *L8_GATEUP, 1): (4, 128),  # 112 tiles of 128 rows on 132 SMs: whole tiles
+    (128, *L70_GATEUP, 1): (1, 128),
+    (16, *L70_GATEUP, 1): None,      # 9..16 rows on large layers: the decode kernel
+}
+
+
+def test_wgmma_rule_measured_choices(tmp_path_factory):
+    exe = build_host_program(tmp_path_factory, "wgmma_rule", RULE_PROGRAM)
+    shapes = list(RULE_EXPECTED)
+    out = subprocess.run([str(exe)], input="".join(" ".join(map(str, s)) + "\n" for s in shapes),
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    got = [None if line == "none" else tuple(int(x) for x in line.split()) for line in out[:len(shapes)]]
+    assert dict(zip(shapes, got)) == RULE_EXPECTED
