@@ -1,7 +1,9 @@
 // Wrapper-level checks of the sm80 family (built by tests/test_gpu_wrappers.py
 // with the family header in front): one warp runs the instruction on known
 // inputs and writes what each lane holds, so the fragment layouts documented in
-// ptx/sm80.cuh are checked against torch.
+// ptx/sm80.cuh are checked against torch. With KBIT_WRAPPERS_DEVICE_ONLY
+// (tests/test_compile.py, no GPU) the file compiles without torch: the host
+// functions are left out and the template kernels instantiated explicitly.
 
 // One m16n8k16 MMA: A [16][16], B given as [8 n][16 k] (nn.Linear layout),
 // fragments built by hand from the documented layout; D [16][8] fp32.
@@ -33,6 +35,10 @@ __global__ void ldmatrix_kernel(const uint16_t* src, uint32_t* out) {
   for (int j = 0; j < 4; ++j) out[lane * 4 + j] = r[j];
 }
 
+#ifdef KBIT_WRAPPERS_DEVICE_ONLY
+template __global__ void mma_fragment_kernel<__half>(const __half*, const __half*, float*);
+template __global__ void mma_fragment_kernel<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, float*);
+#else
 void mma_fragment(torch::Tensor A, torch::Tensor B, torch::Tensor D) {
   if (A.scalar_type() == at::kHalf)
     mma_fragment_kernel<__half><<<1, 32>>>(reinterpret_cast<const __half*>(A.data_ptr()),
@@ -47,6 +53,7 @@ void ldmatrix(torch::Tensor src, torch::Tensor out) {
   ldmatrix_kernel<<<1, 32>>>(reinterpret_cast<const uint16_t*>(src.data_ptr()),
                              reinterpret_cast<uint32_t*>(out.data_ptr()));
 }
+#endif
 
 // FastDiv::of on the device (ptx/fastdiv.h builds the multiplier there without
 // a 64-bit integer division): out[i] = {mul, shift} for divisor d[i].
@@ -58,11 +65,13 @@ __global__ void fastdiv_of_kernel(const uint32_t* d, uint32_t* out, int n) {
   out[2 * i + 1] = f.shift;
 }
 
+#ifndef KBIT_WRAPPERS_DEVICE_ONLY
 void fastdiv_of(torch::Tensor d, torch::Tensor out) {
   const int n = int(d.numel());
   fastdiv_of_kernel<<<(n + 255) / 256, 256>>>(reinterpret_cast<const uint32_t*>(d.data_ptr()),
                                                reinterpret_cast<uint32_t*>(out.data_ptr()), n);
 }
+#endif
 
 #if KBIT_HAS_E4M3_CVT
 // cvt_f16x2_e4m3x2 (sm90 family) on every pair of codes: thread i converts
@@ -76,5 +85,7 @@ __global__ void e4m3_cvt_kernel(float* out) {
   out[2 * i + 1] = f.y;
 }
 
+#ifndef KBIT_WRAPPERS_DEVICE_ONLY
 void e4m3_cvt(torch::Tensor out) { e4m3_cvt_kernel<<<256, 256>>>(out.data_ptr<float>()); }
+#endif
 #endif

@@ -12,13 +12,16 @@ from conftest import requires_sm80, requires_sm90
 HERE = Path(__file__).resolve().parent
 
 
-def wrapper_test_source(family: str = "sm80") -> str:
+def wrapper_test_source(family: str = "sm80", device_only: bool = False) -> str:
     """The extension's CUDA source: a family header (sm80, or sm90 for its
-    own wrappers), fastdiv.h and tests/ptx_wrappers_test.cu
-    (tests/test_compile.py builds both without a GPU)."""
+    own wrappers), fastdiv.h and tests/ptx_wrappers_test.cu. device_only: the
+    test kernels without torch and the host functions (tests/test_compile.py
+    builds both families' that way without a GPU, ~1 s each instead of ~60 s
+    of torch headers)."""
     import submission as S
     seen: set = set()   # (fastdiv.h once, whether or not the family header includes it)
-    return ('#include <torch/extension.h>\n' + S._expand(f"{family}.cuh", seen) + S._expand("fastdiv.h", seen) +
+    head = "#define KBIT_WRAPPERS_DEVICE_ONLY 1\n" if device_only else "#include <torch/extension.h>\n"
+    return (head + S._expand(f"{family}.cuh", seen) + S._expand("fastdiv.h", seen) +
             (HERE / "ptx_wrappers_test.cu").read_text())
 
 
