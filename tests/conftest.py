@@ -30,3 +30,14 @@ def build_host_program(tmp_path_factory, name, source):
     subprocess.run([nvcc, "-std=c++17", "-arch=sm_80", "--expt-relaxed-constexpr", f"-I{ROOT / 'ptx'}",
                     str(d / f"{name}.cu"), "-o", str(d / name)], check=True)
     return d / name
+
+
+def pytest_collection_finish(session):
+    """Start tests/test_compile.py's nvcc builds as soon as the tests are
+    collected: they take most of CI's time (2 cores) and run in threads beside
+    the other tests, which then no longer wait in front of them."""
+    for item in session.items:
+        if item.module is not None and item.module.__name__ == "test_compile":
+            item.module.start_builds(session.items)
+            return
+

@@ -5,14 +5,15 @@ The long builds (the families' translation units, the standalone tools, the
 wrapper tests' kernels: ~15 minutes of one core on a slow CI machine) are one
 nvcc process each. pytest runs tests one after another, so they start together
 in a pool of one worker per core when the first of them is asked for
-(`builds`), longest first, and each test waits for its own; only the builds of
-selected tests run.
+(`start_builds`), longest first, and each test waits for its own; only the
+builds of selected tests run. conftest.py starts them when collection ends, so
+they run beside the other modules' CPU tests.
 
 To keep CI under 10 minutes on 2 cores, the families build for the targets
 SPEC §2 names (sm_80, sm_90a, sm_100a; `eval/run.py --mode compile` builds
 sm_103a as well), tc_bench builds once, with its phase hooks (-DTC_PHASES:
-the same kernels plus the hooks), and the wrapper tests' kernels build without
-torch's headers."""
+the same kernels plus the hooks) and only to PTX, and the wrapper tests'
+kernels build without torch's headers."""
 import os
 import shutil
 import subprocess
@@ -36,17 +37,24 @@ WRAPPER_ARCHES = [("sm80", "sm_80"), ("sm90", "sm_90a")]
 # Seconds of one core each build took on a 2-core machine (v50): the pool
 # starts the longest first, so the last to finish are short ones.
 _COST = {("family", "sm90", "90a"): 360, ("family", "sm100", "100a"): 150, ("family", "sm80", "80"): 145,
-         ("tool", "tc_bench -DTC_PHASES"): 140, ("tool", "nvfp4_bench"): 13, ("tool", "wgmma_overlap"): 11}
+         ("tool", "tc_bench -DTC_PHASES"): 70, ("tool", "nvfp4_bench"): 13, ("tool", "wgmma_overlap"): 11}
+
+
+PTX_ONLY_TOOLS = {"tc_bench"}   # front end only (host and device C++), no ptxas or host code generation
 
 
 def _tool_build(tool: str):
     """nvcc of scripts/<tool>.cu (with its -D flags) into a temporary folder:
-    (returncode, stderr)."""
+    (returncode, stderr). PTX_ONLY_TOOLS stop at PTX: the front end checks all
+    of the file's C++ (host code included), and the kernels' instructions are
+    the families' wrappers, which the family builds put through ptxas (tc_bench:
+    ~70 s of one core instead of ~110-140)."""
     name, *defines = tool.split()
     wgmma = name in ("tc_bench", "wgmma_rate", "wgmma_overlap")
     arch = ["-gencode", "arch=compute_90a,code=sm_90a"] if wgmma else ["-arch=sm_90a"]
+    ptx = ["--ptx"] if name in PTX_ONLY_TOOLS else []
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run(["nvcc", "-O1", "-std=c++17", *arch, *defines, "--expt-relaxed-constexpr",
+        proc = subprocess.run(["nvcc", *ptx, "-O1", "-std=c++17", *arch, *defines, "--expt-relaxed-constexpr",
                                f"-I{ROOT / 'ptx'}", f"-I{ROOT / 'scripts'}",
                                "-o", str(Path(tmp) / name), str(ROOT / "scripts" / f"{name}.cu")],
                               capture_output=True, text=True)
@@ -93,19 +101,37 @@ def _run_build(key):
     return _wrapper_build(key[1], dict(WRAPPER_ARCHES)[key[1]])
 
 
+_pool = None      # the builds' pool, once started
+_futures: dict = {}
+
+
+def start_builds(items) -> None:
+    """Submits every build the selected tests of this module need (`items`: the
+    session's), longest first, to a pool of one worker per core; once. Called
+    by conftest.py when collection ends, so the builds run beside the other
+    modules' tests, and by `builds` otherwise."""
+    global _pool
+    if _pool is not None or shutil.which("nvcc") is None:
+        return
+    keys = []
+    for item in items:
+        if item.module is not None and item.module.__name__ == __name__:
+            keys += [k for k in _keys_of(item) if k not in keys]
+    if not keys:
+        return
+    keys.sort(key=lambda k: -_COST.get(k, 5))
+    _pool = ThreadPoolExecutor(max_workers=max(1, min(len(keys), os.cpu_count() or 1)))
+    _futures.update({k: _pool.submit(_run_build, k) for k in keys})
+
+
 @pytest.fixture(scope="module")
 def builds(request):
     """key -> Future of that build's result, for every build the selected tests
-    of this module need, all submitted on first use."""
-    keys = []
-    for item in request.session.items:
-        if item.module is not None and item.module.__name__ == __name__:
-            keys += [k for k in _keys_of(item) if k not in keys]
-    keys.sort(key=lambda k: -_COST.get(k, 5))
-    pool = ThreadPoolExecutor(max_workers=max(1, min(len(keys), os.cpu_count() or 1)))
-    futures = {k: pool.submit(_run_build, k) for k in keys}
-    yield futures
-    pool.shutdown(wait=True, cancel_futures=True)
+    of this module need (start_builds)."""
+    start_builds(request.session.items)
+    yield _futures
+    if _pool is not None:
+        _pool.shutdown(wait=True, cancel_futures=True)
 
 
 PLANTED_SPILL = r"""
