@@ -478,9 +478,9 @@ inline int wgmma_mtiles(const kbit_api::KbitArgs& a, int mtiles) {
 #define KBIT_WGMMA_NT2_MAX_MTILES 8   // the largest mtiles with two tiles per warp (4, 8 or 16)
 #endif
 inline int wgmma_nt_for(const kbit_api::KbitArgs& a, int mtiles) {
-  const bool forced = a.kernel == 4, large = forced || (long long)a.N * a.K >= (1ll << 25);
-  if (!(mtiles >= 2 && mtiles <= KBIT_WGMMA_NT2_MAX_MTILES && large)) return 1;
   const long long weights = (long long)a.N * a.K;
+  const bool forced = a.kernel == 4, large = forced || weights >= (1ll << 25);
+  if (!(mtiles >= 2 && mtiles <= KBIT_WGMMA_NT2_MAX_MTILES && large)) return 1;
   const bool three = forced ? a.N >= 512 : weights >= (1ll << 27) || (mtiles == 4 && weights >= (3ll << 24));
   return mtiles >= 4 && mtiles <= 8 && three ? 3 : 2;
 }
