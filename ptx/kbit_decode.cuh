@@ -44,7 +44,7 @@ namespace kbit {
 // Timing probes (KBIT_DECODE_CFG=W,NT,STAGES,P; results are WRONG, for
 // measurements only). P is a bit mask of what to leave out: 1 the dequant and
 // MMAs, 2 the weight copies (the ring's contents are stale), 4 the activation
-// loads, 16 the codebook load and table build, 32 the split-tile completion
+// loads (registers, or the copies into the ring stages), 16 the codebook load and table build, 32 the split-tile completion
 // (split tiles write nothing), 64 everything (the kernel returns at once: the
 // launch of this configuration alone); 128 (with 64) launches it without its
 // dynamic shared memory. 256 records a timeline instead of C (DecodeTimeline
@@ -527,6 +527,7 @@ struct WarpCursor : WeightCursor<Cfg> {   // plane words and scale bytes of the 
   // rows the per-chunk form stays: there the other one moved ptxas's loop
   // (70B M = 4 and 8 at k = 4 0.3-0.4 us slower).
   __device__ __forceinline__ void issue_act(const KbitParams& p, uint32_t s, int lane) const {
+    if constexpr ((KBIT_DECODE_PROBE & 4) != 0) return;   // probe: the stages' activations stay stale
     if constexpr (Cfg::kActRows == 16) {
       const uint32_t bytes = this->kt != a_cut ? 16u : 0u;
       const uint32_t a0 = uint32_t((lane >> 3) * 128 + (((lane & 7) ^ (lane >> 3)) << 4));

@@ -698,7 +698,9 @@ int main(int argc, char** argv) {
   run_case({"70b_gateup_m128", 28672, 8192, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
   // Tiles per warp (wgmma_nt_for) against their neighbours, on down projections
   // (70B N = 8192: 384-row tiles leave the last of 22 a third full; 256 and 128
-  // rows divide N) and on layers with N < 8192 at 33..64 rows (v50).
+  // rows divide N) and on layers with N < 8192 at 33..64 rows (v50); three
+  // tiles at 17..32 rows on Llama-3-8B were faster here (v50) and slower in the
+  // harness (v51), which the rule follows.
   run_case({"70b_down_m64_nt2", 8192, 28672, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
   run_case({"70b_down_m64_nt1", 8192, 28672, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
   run_case({"70b_down_m32_nt2", 8192, 28672, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
@@ -719,21 +721,21 @@ int main(int argc, char** argv) {
   run_case({"n2048k16384_m64_nt1", 2048, 16384, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
   run_case({"n2048k16384_m64_nt2", 2048, 16384, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
   run_case({"8b_gateup_m64_nt3", 14336, 4096, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
-  run_case({"8b_gateup_m32", 14336, 4096, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
+  run_case({"8b_gateup_m32_nt3", 14336, 4096, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
   run_case({"8b_down_m64_nt3", 4096, 14336, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
-  run_case({"8b_down_m32_nt2", 4096, 14336, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
-  run_case({"8b_down_m32", 4096, 14336, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
-  run_case({"8b_gateup_m32_k2_nt2", 14336, 4096, 32, W, 2, 2}, Runner<WgK<2, 32, 2>, W>{});
-  run_case({"8b_gateup_m32_k2", 14336, 4096, 32, W, 3, 2}, Runner<WgK<2, 32, 3>, W>{});
-  run_case({"8b_gateup_m32_k5_nt2", 14336, 4096, 32, W, 2, 5}, Runner<WgK<5, 32, 2>, W>{});
-  run_case({"8b_gateup_m32_k5", 14336, 4096, 32, W, 3, 5}, Runner<WgK<5, 32, 3>, W>{});
+  run_case({"8b_down_m32", 4096, 14336, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
+  run_case({"8b_down_m32_nt3", 4096, 14336, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
+  run_case({"8b_gateup_m32_k2", 14336, 4096, 32, W, 2, 2}, Runner<WgK<2, 32, 2>, W>{});
+  run_case({"8b_gateup_m32_k2_nt3", 14336, 4096, 32, W, 3, 2}, Runner<WgK<2, 32, 3>, W>{});
+  run_case({"8b_gateup_m32_k5", 14336, 4096, 32, W, 2, 5}, Runner<WgK<5, 32, 2>, W>{});
+  run_case({"8b_gateup_m32_k5_nt3", 14336, 4096, 32, W, 3, 5}, Runner<WgK<5, 32, 3>, W>{});
   run_case({"n4096k8192_m32", 4096, 8192, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
   run_case({"n4096k8192_m32_nt3", 4096, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
   run_case({"n8192k4096_m32", 8192, 4096, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
   run_case({"n8192k4096_m32_nt3", 8192, 4096, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
-  run_case({"8b_gateup_m24_nt2", 14336, 4096, 24, W, 2}, Runner<Wg4<32, 2>, W>{});
-  run_case({"8b_gateup_m24", 14336, 4096, 24, W, 3}, Runner<Wg4<32, 3>, W>{});
-  run_case({"8b_gateup_m32_nt2", 14336, 4096, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
+  run_case({"8b_gateup_m24", 14336, 4096, 24, W, 2}, Runner<Wg4<32, 2>, W>{});
+  run_case({"8b_gateup_m24_nt3", 14336, 4096, 24, W, 3}, Runner<Wg4<32, 3>, W>{});
+  run_case({"8b_gateup_m32", 14336, 4096, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
   run_case({"8b_gateup_m64", 14336, 4096, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
   run_case({"8b_gateup_m128", 14336, 4096, 128, W, 4}, Runner<WgWhole4, W>{});
   run_case({"qwen3_gateup_m16", 5120, 2048, 16, W, 1}, Runner<Wg4<16, 1>, W>{});
