@@ -2,8 +2,8 @@
 // (nvfp4_bench.cu, gemv_bench.cu, tc_bench.cu, l2_flush_check.cu,
 // stream_probe.cu; racecheck_probe.cu uses CK only, the wgmma
 // microbenchmarks CK and mean_cta_clocks; built with -Iptx, included after a
-// family header): the CK macro, the L2 flush (kernel and buffer), a plain
-// streaming read, an event-timed median, graph capture / replay timing, and
+// family header): the CK macro, the L2 flush (kernel and buffer), the
+// harness's plain read, an event-timed median, graph capture / replay timing, and
 // per-CTA clock spans.
 #pragma once
 
@@ -13,6 +13,8 @@
 #include <vector>
 
 #include <cuda_runtime.h>
+
+#include "plain_read.cuh"   // kbit::plain_read_kernel (needs the family header first)
 
 // Exits with file, line and the CUDA error text when a runtime call fails.
 #define CK(x)                                                                              \
@@ -53,26 +55,22 @@ struct L2Flush {
   void operator()(cudaStream_t st = 0) const { flush_l2_kernel<<<blocks, 256, 0, st>>>(buf, kBytes / 16, sink); }
 };
 
-// Plain read of n 16-byte words (L1::no_allocate, as the kernels stream
-// weights), four independent loads per thread and step: the reference a
-// kernel's time is compared with in the same run.
-__global__ void plain_read_kernel(const uint4* p, size_t n, unsigned* sink) {
-  uint32_t x = 0;
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    uint4 v[4];
-#pragma unroll
-    for (int u = 0; u < 4; ++u) v[u] = kbit::ptx::ld_global_nc_na_v4(p + i + u * stride);
-#pragma unroll
-    for (int u = 0; u < 4; ++u) x ^= v[u].x ^ v[u].y ^ v[u].z ^ v[u].w;
+// The plain read that eval/run.py --graph times beside every benchmark
+// (kbit::plain_read_kernel, ptx/plain_read.cuh), launched on the grid the
+// extension's plain_read_run picks: a tool's "read" column is the harness's
+// ceiling for the same bytes. read(src, bytes, st) reads bytes / 16 16-byte
+// words at src (16-byte aligned); each CTA stores its checksum to out.
+struct PlainRead {
+  uint32_t* out = nullptr;
+  int ctas;
+  explicit PlainRead(int sms) : ctas(sms * kbit::kPlainReadCtasPerSm) { CK(cudaMalloc(&out, size_t(ctas) * 4)); }
+  void operator()(const void* src, size_t bytes, cudaStream_t st = 0) const {
+    const size_t n = bytes / 16;
+    if (n == 0) return;
+    const size_t c = std::min<size_t>(ctas, (n + kbit::kPlainReadThreads - 1) / kbit::kPlainReadThreads);
+    kbit::plain_read_kernel<<<unsigned(c), kbit::kPlainReadThreads, 0, st>>>(static_cast<const uint4*>(src), n, out);
   }
-  for (; i < n; i += stride) {   // the n % (4 * stride) tail
-    const uint4 v = kbit::ptx::ld_global_nc_na_v4(p + i);
-    x ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (x == 0x9e3779b9u) *sink = x;   // keeps the loads
-}
+};
 
 // Median time in microseconds (CUDA events) of launch(), each run after
 // before() (e.g. an L2 flush, outside the timed span); 3 untimed runs first.

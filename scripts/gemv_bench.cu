@@ -16,7 +16,7 @@
 //   random experts as reference.py does);
 // * graph time: CUDA-graph replay of R x (L2 flush, call) minus R x (flush),
 //   median of 7 replays, as eval/run.py --graph does;
-// * beside it, in the same run: a plain 16-byte streaming read of the bytes the
+// * beside it, in the same run: eval/run.py's plain read (ptx/plain_read.cuh) of the bytes the
 //   call must read (the weights of the routed experts, scales, activations),
 //   and an empty kernel (the launch floor under graph replay).
 // With GEMV_ALT, a second copy of kbit_gemv.cuh (a variant under test of
@@ -36,7 +36,7 @@
 #include <vector>
 
 #include "sm90.cuh"
-#include "bench_util.cuh"   // CK, L2Flush, plain_read_kernel, flushed_graph_us
+#include "bench_util.cuh"   // CK, L2Flush, PlainRead, flushed_graph_us
 
 #ifdef GEMV_TIMELINE
 constexpr int kMarks = 8;
@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
   CK(cudaGetDeviceProperties(&prop, dev));
   std::printf("device: %s, %d SMs\n", prop.name, sms);
   const L2Flush flush(sms * 4);
-  unsigned* const sink = flush.sink;
+  const PlainRead plain_read(sms);
   // The plain read's source: as many bytes as the largest call reads.
   const size_t read_max = size_t(64) << 20;
   void* rsrc;
@@ -281,10 +281,7 @@ int main(int argc, char** argv) {
       free_data(d);
       continue;
     }
-    const size_t words16 = std::min(d.read_bytes, read_max) / 16;
-    const double t_read = timed([&] {
-      plain_read_kernel<<<sms * 4, 256, 0, st>>>(reinterpret_cast<const uint4*>(rsrc), words16, sink);
-    }) - t_flush;
+    const double t_read = timed([&] { plain_read(rsrc, std::min(d.read_bytes, read_max), st); }) - t_flush;
     const double t1 = timed([&] { run.launch(d, st); }) - t_flush;
 #ifdef GEMV_ALT
     const double ta = timed([&] { alt.launch(d, st); }) - t_flush;

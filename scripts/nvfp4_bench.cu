@@ -7,7 +7,7 @@
 // For each shape: the kernel with and without staged scales, at several group
 // sizes and register caps, each
 // checked against a float64 host reference on a sample of rows, timed with CUDA
-// events after an L2 flush (median of 30), beside a plain 16-byte streaming read
+// events after an L2 flush (median of 30), beside eval/run.py's plain read
 // of the same number of bytes (what the memory system gives a kernel that does
 // nothing else). With NVFP4_OLD, an older nvfp4_gemv.cuh (the v2 kernel of
 // commit d7815f4: template <kG, kV, kMinCtas>, nvfp4_smem_bytes(k)) is built in
@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "sm90.cuh"
-#include "bench_util.cuh"   // CK, L2Flush, plain_read_kernel, median_event_us
+#include "bench_util.cuh"   // CK, L2Flush, PlainRead, median_event_us
 #include "nvfp4_gemv.cuh"
 #define KBIT_STR2(x) #x
 #define KBIT_STR(x) KBIT_STR2(x)
@@ -70,6 +70,8 @@ __global__ void __launch_bounds__(256) rows_read_kernel(const uint8_t* a, int m,
 struct Bench {
   L2Flush flush{1024};
   unsigned* sink = flush.sink;
+  PlainRead plain_read;
+  explicit Bench(int sms) : plain_read(sms) {}
   template <class F>
   float median_us(F launch, int reps = 30) {
     return median_event_us([&] { flush(); }, launch, reps);
@@ -105,7 +107,7 @@ int main() {
   cudaDeviceProp prop;
   CK(cudaGetDeviceProperties(&prop, dev));
   std::printf("device: %s, %d SMs\n", prop.name, sms);
-  Bench bench;
+  Bench bench(sms);
   const Shape shapes[] = {{7168, 16384, 1}, {4096, 7168, 8}, {7168, 2048, 4}};
   for (const Shape& s : shapes) {
     const int m = s.m, k = s.k, l = s.l, kb = k / 2, ks = k / 16;
@@ -178,12 +180,12 @@ int main() {
     const size_t rd_n = size_t(bytes) / 16;
     CK(cudaMalloc(&rd, rd_n * 16));
     CK(cudaMemset(rd, 0, rd_n * 16));
-    const float t_read = bench.median_us([&] { plain_read_kernel<<<sms * 4, 512>>>(rd, rd_n, bench.sink); });
-    std::printf("\nm=%d k=%d l=%d: %.1f MB; plain 16-byte read of the same bytes %.2f us (%.0f GB/s)\n", m, k, l,
+    const float t_read = bench.median_us([&] { bench.plain_read(rd, rd_n * 16); });
+    std::printf("\nm=%d k=%d l=%d: %.1f MB; plain read of the same bytes %.2f us (%.0f GB/s)\n", m, k, l,
                 bytes / 1e6, t_read, bytes / t_read / 1e3);
     {  // a's bytes alone: a plain read, the kernel's row order, CTA-per-row order
       const double ab = double(a.size());
-      const float t_plain = bench.median_us([&] { plain_read_kernel<<<sms * 4, 512>>>(rd, a.size() / 16, bench.sink); });
+      const float t_plain = bench.median_us([&] { bench.plain_read(rd, a.size() / 16 * 16); });
       const int gx = kbit::nvfp4_ctas_per_batch(m, l, sms * 4);
       const float t_rows = bench.median_us([&] { rows_read_kernel<false><<<dim3(gx, l), 256>>>(da, m, kb, bench.sink); });
       const float t_cta = bench.median_us([&] { rows_read_kernel<true><<<dim3(gx, l), 256>>>(da, m, kb, bench.sink); });

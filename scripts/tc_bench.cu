@@ -17,7 +17,7 @@
 //   first call and after the last timed one;
 // * graph time: CUDA-graph replay of R x (L2 flush, call) minus R x (flush),
 //   median of 7 replays, as eval/run.py --graph does; twice, and beside it a
-//   plain 16-byte streaming read of the call's weight bytes;
+//   plain read of the call's weight bytes (eval/run.py's: ptx/plain_read.cuh);
 // * `differ`: outputs of the last timed call whose bits differ from the first
 //   call's. The decode kernel adds its split-tile parts in a fixed order: 0.
 //   The tiled and wgmma kernels add a split tile's parts in the order the
@@ -116,7 +116,7 @@ __device__ __forceinline__ unsigned tc_clock_after(unsigned x) {
 #include "kbit_wgmma.cuh"
 #include "kbit_gemv.cuh"
 #include "launch.cuh"
-#include "bench_util.cuh"   // CK, L2Flush, plain_read_kernel, flushed_graph_us
+#include "bench_util.cuh"   // CK, L2Flush, PlainRead, flushed_graph_us
 
 using kbit::Kernel;
 
@@ -449,6 +449,7 @@ int main(int argc, char** argv) {
   std::printf("device: %s, %d SMs; KBIT_WGMMA_PROBE=%d KBIT_DECODE_PROBE=%d\n", prop.name, sms, KBIT_WGMMA_PROBE,
               KBIT_DECODE_PROBE);
   const L2Flush flush(sms * 4);
+  const PlainRead plain_read(sms);
   const size_t read_max = size_t(128) << 20;
   void* rsrc;
   CK(cudaMalloc(&rsrc, read_max));
@@ -497,10 +498,7 @@ int main(int argc, char** argv) {
       return;
     }
     const double t1 = timed([&] { runner.launch(d, st); }) - t_flush;
-    const double t_read = timed([&] {
-      plain_read_kernel<<<sms * 4, 256, 0, st>>>(reinterpret_cast<const uint4*>(rsrc),
-                                                 std::min(d.weight_bytes, read_max) / 16, flush.sink);
-    }) - t_flush;
+    const double t_read = timed([&] { plain_read(rsrc, std::min(d.weight_bytes, read_max), st); }) - t_flush;
     const double t2 = timed([&] { runner.launch(d, st); }) - t_flush;
     CK(cudaStreamSynchronize(st));
     const double err = std::max(err1, check(d));   // the last of the timed calls too
