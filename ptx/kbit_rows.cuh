@@ -1,0 +1,254 @@
+// kbit_rows.cuh — PROTOTYPE (branch rows16-wip, not dispatched; timed through
+// scripts/tc_bench.cu only): dense kbit_gemm at M = 9..16 with whole rows per
+// CTA, for the two levers docs/results.md v51 measured at Llama-3-70B gate/up
+// M = 16 (the activation copies and the completion of tiles split between
+// CTAs: 3 us each, 8.5 us together).
+//
+// * Rows, not units. CTA c owns 16-row granules [c G / C, (c + 1) G / C) of
+//   the G = ceil(N / 16) granules for all of K: no tile spans CTAs, so nothing
+//   goes through the workspace.
+// * K-groups. The CTA's warps form kGroups groups of kGroupWarps warps. Warp j
+//   of a group owns rows 16 kNT j .. of the CTA's rows, group g the K-tiles
+//   [g T / kGroups, (g + 1) T / kGroups). A group's warps walk the same K-tiles
+//   together through one ring: each warp copies its own rows' plane words and
+//   scale bytes, the group's lanes the 16 activation rows, and one
+//   named barrier per K-tile (bar.sync 1 + g) makes the stage visible to the
+//   group and frees the slot the next copies go to. The activations cross
+//   from L2 once per group instead of once per 64-row warp tile.
+// * The end. Groups 1 .. kGroups - 1 leave their sums in shared memory; after
+//   a CTA barrier group 0 adds them in group order (the same bits on every
+//   run) and writes C.
+// The dequantization and MMAs per warp and K-tile are the decode kernel's
+// (kbit_decode.cuh: table, index words, dequant_block, 16-row slots).
+#pragma once
+
+namespace kbit {
+
+template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_>
+struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0> {
+  using Base = DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0>;
+  static constexpr int kGroups = kGroups_;
+  static constexpr int kGroupWarps = kGroupWarps_;
+  static constexpr int kRingStages = kStages_;
+  static constexpr int kCtaRows = kGroupWarps * Base::BLOCK_N;   // rows a CTA can own
+  // One group stage: the plane words of the CTA's rows (warp j's at j kWarpW),
+  // their scale bytes, then the 16 activation rows (128 bytes each, chunk c of
+  // row r at c ^ (r % 8), as in the decode kernel's stages).
+  static constexpr int kWarpW = Base::BLOCK_N * 8 * kBits_;
+  static constexpr int kScaleOff = kGroupWarps * kWarpW;
+  static constexpr int kActOff = cdiv(kScaleOff + kCtaRows * 2, 128) * 128;
+  static constexpr int kGroupStage = kActOff + 16 * 128;
+  static constexpr int kRingOff = Base::kLutBytes;
+  static constexpr int kScalesOff = kRingOff + kGroups * kRingStages * kGroupStage;   // per warp: BLOCK_N float2
+  static constexpr int kPartOff = kScalesOff + kGroups * kGroupWarps * Base::BLOCK_N * 8;
+  static constexpr int kPartStride = kCtaRows + 4;   // words per activation row of a part (bank spread)
+  static constexpr int kSmemBytes = kPartOff + (kGroups - 1) * 16 * kPartStride * 4;
+  static_assert(kSmemBytes <= 227 * 1024, "must fit one SM");
+  static_assert(kRingStages >= 2, "the ring needs two stages");
+  static_assert(kGroups + 1 <= 16, "named barriers 1 .. kGroups");
+};
+
+struct RowsParams : KbitParams {
+  int granules;   // ceil(N / 16)
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsParams p) {
+  using T = typename Cfg::T;
+  constexpr int kLevels = 1 << Cfg::kBits;
+  __shared__ float cb_s[32];
+  extern __shared__ __align__(128) uint8_t rows_smem[];
+  uint8_t* lut = rows_smem;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int group = warp / Cfg::kGroupWarps, wj = warp - group * Cfg::kGroupWarps;
+  const int g = lane >> 2, t = lane & 3;
+
+  // ---- what this CTA, group and warp own -------------------------------------
+  const int gr0 = int((long long)blockIdx.x * p.granules / gridDim.x);
+  const int gr1 = int((long long)(blockIdx.x + 1) * p.granules / gridDim.x);
+  const int row_cta = gr0 * 16, row_end = min(gr1 * 16, p.N);   // this CTA's output rows
+  const int n0 = row_cta + wj * Cfg::BLOCK_N;                   // the warp's first row
+  const int k_tiles = p.layout.k_tiles;
+  const int kt_begin = group * k_tiles / Cfg::kGroups, kt_end = (group + 1) * k_tiles / Cfg::kGroups;
+  const int nk = kt_end - kt_begin;
+
+  float cb_v = 0.f;
+  if (tid < kLevels) cb_v = __ldg(p.codebook + tid);
+
+  // ---- copies ------------------------------------------------------------------
+  // Rows past n_pad do not exist in memory (zero-filled); rows of the next CTA
+  // (past row_end) are read and their results dropped.
+  const uint32_t ring0 = ptx::smem_u32(rows_smem + Cfg::kRingOff) + uint32_t(group * Cfg::kRingStages * Cfg::kGroupStage);
+  const int w_bytes = max(0, min(Cfg::BLOCK_N, p.layout.n_pad - n0)) * 8 * Cfg::kBits;   // in memory
+  const char* w_base = reinterpret_cast<const char*>(p.b_packed + p.layout.packed_row(0, kt_begin, min(n0, p.layout.n_pad - 8)));
+  const char* s_base = reinterpret_cast<const char*>(p.b_absmax + p.layout.absmax_row(0, kt_begin, min(n0, p.layout.n_pad - 8)));
+  const size_t w_step = size_t(p.layout.n_pad) * 8 * Cfg::kBits, s_step = size_t(p.layout.n_pad) * 2;
+  // The group's 128 activation chunks of a K-tile: chunk idx = i * group lanes
+  // + this lane's index in the group, row r = idx / 8, column chunk c = idx % 8
+  // (the same c for every i: the group's lanes are a multiple of 8).
+  constexpr int kGroupLanes = Cfg::kGroupWarps * 32;
+  constexpr int kAChunks = cdiv(128, kGroupLanes);
+  const int a_idx = wj * 32 + lane, a_c = a_idx & 7;
+  uint32_t a_ok = 0;   // bit i: chunk i is the group's and its row exists (< M)
+#pragma unroll
+  for (int i = 0; i < kAChunks; ++i) {
+    const int idx = i * kGroupLanes + a_idx;
+    a_ok |= uint32_t(idx < 128 && (idx >> 3) < p.M) << i;
+  }
+  const char* a_src = static_cast<const char*>(p.a) + (size_t((a_ok & 1u) ? a_idx >> 3 : 0) * p.K + size_t(kt_begin) * kTileK + a_c * 8) * 2;
+  const auto issue = [&](int it) {   // K-tile kt_begin + it into its slot
+    const uint32_t s = ring0 + uint32_t((it % Cfg::kRingStages) * Cfg::kGroupStage);
+    const char* w = w_base + size_t(it) * w_step;
+#pragma unroll
+    for (int i = 0; i < cdiv(Cfg::kWarpW / 16, 32); ++i) {
+      const int off = (i * 32 + lane) * 16;
+      if (Cfg::kWarpW % 512 == 0 || off < Cfg::kWarpW) {
+        const bool ok = off < w_bytes;
+        ptx::cp_async_cg16(s + wj * Cfg::kWarpW + off, w + (ok ? off : 0), ok ? 16u : 0u);
+      }
+    }
+    if (lane * 16 < Cfg::BLOCK_N * 2) {
+      const bool ok = lane * 16 < w_bytes / (4 * Cfg::kBits);
+      ptx::cp_async_cg16(s + Cfg::kScaleOff + wj * Cfg::BLOCK_N * 2 + lane * 16,
+                         s_base + size_t(it) * s_step + (ok ? lane * 16 : 0), ok ? 16u : 0u);
+    }
+    const bool col_in_k = a_c < 4 || (kt_begin + it + 1) * kTileK <= p.K;   // (K % 64 == 32: half a K-tile)
+#pragma unroll
+    for (int i = 0; i < kAChunks; ++i) {
+      const int idx = i * kGroupLanes + a_idx, r = idx >> 3;
+      if (kGroupLanes * kAChunks == 128 || idx < 128) {
+        const bool ok = (a_ok >> i & 1) && col_in_k;
+        ptx::cp_async_cg16(s + Cfg::kActOff + r * 128 + ((a_c ^ (r & 7)) << 4),
+                           a_src + (ok ? (size_t(i) * (kGroupLanes / 8) * p.K + size_t(it) * kTileK) * 2 : 0), ok ? 16u : 0u);
+      }
+    }
+  };
+#pragma unroll 1
+  for (int it = 0; it < Cfg::kRingStages - 1; ++it) {
+    if (it < nk) issue(it);
+    ptx::cp_async_commit();
+  }
+
+  // ---- the table ------------------------------------------------------------------
+  if (tid < kLevels) cb_s[tid] = cb_v;
+  __syncthreads();
+  float cb_max = 0.f;
+#pragma unroll
+  for (int i = 0; i < kLevels; ++i) cb_max = fmaxf(cb_max, fabsf(cb_s[i]));
+  if (!(cb_max > 0.f)) cb_max = 1.f;
+  build_decode_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
+  // (A dense call: offsets must be {0, M} and M <= 16, checked by the host.)
+  __syncthreads();
+
+  const IndexConsts<Cfg> ic(t);
+  const uint32_t lane_word = Cfg::kBits == 5 ? uint32_t(lane & 15) * 4 : uint32_t(lane) * (Cfg::kQuad ? 8 : 4);
+  const uint32_t lut_s = ptx::smem_u32(lut);
+  float* scales = reinterpret_cast<float*>(rows_smem + Cfg::kScalesOff) + warp * Cfg::BLOCK_N * 2;
+  const int act_row = lane & 7;
+  const uint32_t act_lane = uint32_t(act_row * 128 + (((lane >> 3) ^ act_row) << 4));
+
+  float acc[Cfg::kNT][Cfg::kAccRegs];
+  for_each_acc<Cfg>(acc, g, t, [](float& x, int, int) { x = 0.f; });
+
+  // ---- main loop: the group's K-tiles, together ---------------------------------
+#pragma unroll 1
+  for (int it = 0; it < nk; ++it) {
+    ptx::cp_async_wait<Cfg::kRingStages - 2>();   // this lane's copies of stage it
+    ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);   // the group's copies; stage it - 1 read by all
+    if (it + Cfg::kRingStages - 1 < nk) issue(it + Cfg::kRingStages - 1);
+    ptx::cp_async_commit();
+    const uint32_t slot = ring0 + uint32_t((it % Cfg::kRingStages) * Cfg::kGroupStage);
+    const uint8_t* stage = rows_smem + (slot - ptx::smem_u32(rows_smem));
+
+    uint32_t bf[2][4], bf_hi[2][4];
+#pragma unroll
+    for (int blk = 0; blk < 2; ++blk) {
+      ptx::ldmatrix_x4(bf[blk], slot + Cfg::kActOff + (act_lane ^ uint32_t(blk * 64)));
+      ptx::ldmatrix_x4(bf_hi[blk], slot + Cfg::kActOff + 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
+    }
+#pragma unroll
+    for (int r = lane; r < Cfg::BLOCK_N; r += kWarpSize) {
+      const uint32_t b = *reinterpret_cast<const uint16_t*>(stage + Cfg::kScaleOff + (wj * Cfg::BLOCK_N + r) * 2);
+      *reinterpret_cast<float2*>(scales + 2 * r) =
+          make_float2(e4m4_from_bits((b << 19) & 0x07F80000u), e4m4_from_bits((b << 11) & 0x07F80000u));
+    }
+    __syncwarp();
+    const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW);
+#pragma unroll
+    for (int nt = 0; nt < Cfg::kNT; ++nt) {
+      const int r = nt * 16 + g;
+      const float2 sa = *reinterpret_cast<const float2*>(scales + 2 * r);
+      const float2 sb = *reinterpret_cast<const float2*>(scales + 2 * (r + 8));
+#pragma unroll
+      for (int blk = 0; blk < 2; ++blk) {
+        uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
+        load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
+        load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
+        uint32_t frag[2][4];
+        dequant_block<Cfg>(frag, pa, pb, ic, lut_s, lane_word);
+        const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+        const float s_a = blk ? sa.y : sa.x, s_b = blk ? sb.y : sb.x;
+        float part[4];
+        ptx::mma_m16n8k16<T>(part, frag[0], bf[blk][0], bf[blk][1], zero);
+        ptx::mma_m16n8k16<T>(part, frag[1], bf[blk][2], bf[blk][3], part);
+        acc[nt][0] = fmaf(s_a, part[0], acc[nt][0]);
+        acc[nt][1] = fmaf(s_a, part[1], acc[nt][1]);
+        acc[nt][2] = fmaf(s_b, part[2], acc[nt][2]);
+        acc[nt][3] = fmaf(s_b, part[3], acc[nt][3]);
+        ptx::mma_m16n8k16<T>(part, frag[0], bf_hi[blk][0], bf_hi[blk][1], zero);
+        ptx::mma_m16n8k16<T>(part, frag[1], bf_hi[blk][2], bf_hi[blk][3], part);
+        acc[nt][4] = fmaf(s_a, part[0], acc[nt][4]);
+        acc[nt][5] = fmaf(s_a, part[1], acc[nt][5]);
+        acc[nt][6] = fmaf(s_b, part[2], acc[nt][6]);
+        acc[nt][7] = fmaf(s_b, part[3], acc[nt][7]);
+      }
+    }
+  }
+  ptx::cp_async_wait<0>();
+
+  // ---- the groups' sums, in group order -------------------------------------------
+  float* parts = reinterpret_cast<float*>(rows_smem + Cfg::kPartOff);
+  const int wrow = wj * Cfg::BLOCK_N;   // the warp's first row among the CTA's
+  if (group > 0) {
+    float* mine = parts + (group - 1) * 16 * Cfg::kPartStride;
+    for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) { mine[m * Cfg::kPartStride + wrow + n] = x; });
+  }
+  __syncthreads();
+  if (group == 0) {
+    T* c = static_cast<T*>(p.c);
+    const float out_scale = cb_max;
+    for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+      float sum = x;
+#pragma unroll
+      for (int q = 0; q < Cfg::kGroups - 1; ++q) sum += parts[q * 16 * Cfg::kPartStride + m * Cfg::kPartStride + wrow + n];
+      const int row = n0 + n;
+      if (m < p.M && row < row_end) c[size_t(m) * p.N + row] = Elem<T>::from_float(sum * out_scale);
+    });
+  }
+}
+
+// Host: once per configuration, before launches (and outside graph capture).
+template <class Cfg>
+const char* kbit_rows_prepare() {
+  const cudaError_t err =
+      cudaFuncSetAttribute(kbit_rows_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes);
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+// Host: the grid (one CTA per SM where the rows fit, else more), or an error.
+template <class Cfg>
+const char* kbit_rows_launch(const KbitParams& kp, int sms, void* stream) {
+  if (kp.E != 1 || kp.M > 16 || kp.M < 1) return "kbit_rows: dense layers of M <= 16 only";
+  RowsParams p;
+  static_cast<KbitParams&>(p) = kp;
+  p.granules = cdiv(kp.N, 16);
+  int ctas = sms;
+  while (cdiv(p.granules, ctas) * 16 > Cfg::kCtaRows) ++ctas;
+  if (ctas > p.granules) ctas = p.granules;
+  if (kp.layout.k_tiles < Cfg::kGroups) return "kbit_rows: fewer K-tiles than K-groups";
+  kbit_rows_kernel<Cfg><<<ctas, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+}  // namespace kbit
