@@ -20,6 +20,16 @@
 //   run) and writes C.
 // The dequantization and MMAs per warp and K-tile are the decode kernel's
 // (kbit_decode.cuh: table, index words, dequant_block, 16-row slots).
+//
+// Timing (the binary built here runs on the device, CUDA 13.0 both):
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I. -Iptx -Iscripts \
+//        -DTC_ROWS_ONLY -o build/tc_rows scripts/tc_bench.cu        (~20 s)
+//   build/tc_rows rows_ dec16_
+// First run (H100, main's docs/results.md v51): correct everywhere; 8B M = 16
+// gate/up 19.9-20.0 us and down 18.4-18.6 against the decode rule's 21.1 / 19.8;
+// 70B gate/up 71-74 against 59, down 60.5 against 53.5 (32-row warp tiles:
+// two dequantization chains per warp). Not run yet: the 64-row-warp cases
+// (`_n4`: 160-166 registers at 12 warps, no spills).
 #pragma once
 
 namespace kbit {

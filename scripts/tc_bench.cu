@@ -560,6 +560,7 @@ int main(int argc, char** argv) {
   run_case({"rows_70b_gateup_m16_s2", 28672, 8192, 16, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 2>>{});
   run_case({"rows_70b_gateup_m16_n4", 28672, 8192, 16, D, 0}, RowsRunner<RowsV<4, 3, 4, 4, 2>>{});
   run_case({"rows_70b_down_m16_n4", 8192, 28672, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 4, 2>>{});
+  run_case({"rows_8b_gateup_m16_n4", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 6, 2, 4, 2>>{});
   run_case({"rows_70b_gateup_m12", 28672, 8192, 12, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});
   run_case({"rows_70b_down_m16", 8192, 28672, 16, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 3>>{});
   run_case({"rows_8b_gateup_m16", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 4, 4, 2, 3>>{});
