@@ -6,7 +6,8 @@
 //
 // * Rows, not units. CTA c owns 16-row granules [c G / C, (c + 1) G / C) of
 //   the G = ceil(N / 16) granules for all of K: no tile spans CTAs, so nothing
-//   goes through the workspace.
+//   goes through the workspace. A warp tile reaching past the CTA's rows
+//   copies and computes only the 16-row tiles that are the CTA's.
 // * K-groups. The CTA's warps form kGroups groups of kGroupWarps warps. Warp j
 //   of a group owns rows 16 kNT j .. of the CTA's rows, group g the K-tiles
 //   [g T / kGroups, (g + 1) T / kGroups). A group's warps walk the same K-tiles
@@ -29,7 +30,8 @@
 // gate/up 19.9-20.0 us and down 18.4-18.6 against the decode rule's 21.1 / 19.8;
 // 70B gate/up 71-74 against 59, down 60.5 against 53.5 (32-row warp tiles:
 // two dequantization chains per warp). Not run yet: the 64-row-warp cases
-// (`_n4`: 160-166 registers at 12 warps, no spills).
+// (`_n4`: 167-168 registers at 12 warps, no spills). Since that run a warp
+// tile reaching past the CTA's rows no longer copies or computes them.
 #pragma once
 
 namespace kbit {
@@ -56,6 +58,11 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   static_assert(kSmemBytes <= 227 * 1024, "must fit one SM");
   static_assert(kRingStages >= 2, "the ring needs two stages");
   static_assert(kGroups + 1 <= 16, "named barriers 1 .. kGroups");
+};
+
+template <bool kAll>
+struct RowsAllLive {
+  static constexpr bool value = kAll;
 };
 
 struct RowsParams : KbitParams {
@@ -86,10 +93,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   if (tid < kLevels) cb_v = __ldg(p.codebook + tid);
 
   // ---- copies ------------------------------------------------------------------
-  // Rows past n_pad do not exist in memory (zero-filled); rows of the next CTA
-  // (past row_end) are read and their results dropped.
+  // Only this CTA's rows that exist in memory are copied: rows past n_pad do
+  // not exist, and the next CTA's rows (a warp tile can reach past this CTA's
+  // last granule) are not this CTA's to read. The rest of the stage is
+  // zero-filled, and whole 16-row tiles of it are not computed (`live`).
   const uint32_t ring0 = ptx::smem_u32(rows_smem + Cfg::kRingOff) + uint32_t(group * Cfg::kRingStages * Cfg::kGroupStage);
-  const int w_bytes = max(0, min(Cfg::BLOCK_N, p.layout.n_pad - n0)) * 8 * Cfg::kBits;   // in memory
+  const int w_rows = max(0, min(Cfg::BLOCK_N, min(gr1 * 16, p.layout.n_pad) - n0));   // a multiple of 8
+  const int w_bytes = w_rows * 8 * Cfg::kBits;
+  const int live = cdiv(w_rows, 16);   // 16-row tiles of the warp holding rows of this CTA
   const char* w_base = reinterpret_cast<const char*>(p.b_packed + p.layout.packed_row(0, kt_begin, min(n0, p.layout.n_pad - 8)));
   const char* s_base = reinterpret_cast<const char*>(p.b_absmax + p.layout.absmax_row(0, kt_begin, min(n0, p.layout.n_pad - 8)));
   const size_t w_step = size_t(p.layout.n_pad) * 8 * Cfg::kBits, s_step = size_t(p.layout.n_pad) * 2;
@@ -161,6 +172,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   for_each_acc<Cfg>(acc, g, t, [](float& x, int, int) { x = 0.f; });
 
   // ---- main loop: the group's K-tiles, together ---------------------------------
+  // Two copies of it: every 16-row tile live (all warps but a CTA's last), or
+  // each tile guarded (kAll false).
+  const auto k_loop = [&](auto all_live) {
+  constexpr bool kAll = decltype(all_live)::value;
 #pragma unroll 1
   for (int it = 0; it < nk; ++it) {
     ptx::cp_async_wait<Cfg::kRingStages - 2>();   // this lane's copies of stage it
@@ -186,6 +201,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
     const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW);
 #pragma unroll
     for (int nt = 0; nt < Cfg::kNT; ++nt) {
+      if (!kAll && nt >= live) continue;   // (warp-uniform)
       const int r = nt * 16 + g;
       const float2 sa = *reinterpret_cast<const float2*>(scales + 2 * r);
       const float2 sb = *reinterpret_cast<const float2*>(scales + 2 * (r + 8));
@@ -214,6 +230,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
       }
     }
   }
+  };
+  if (live == Cfg::kNT) k_loop(RowsAllLive<true>{});
+  else k_loop(RowsAllLive<false>{});
   ptx::cp_async_wait<0>();
 
   // ---- the groups' sums, in group order -------------------------------------------
