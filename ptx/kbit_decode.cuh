@@ -44,7 +44,8 @@ namespace kbit {
 // Timing probes (KBIT_DECODE_CFG=W,NT,STAGES,P; results are WRONG, for
 // measurements only). P is a bit mask of what to leave out: 1 the dequant and
 // MMAs, 2 the weight copies (the ring's contents are stale), 4 the activation
-// loads (registers, or the copies into the ring stages), 16 the codebook load and table build, 32 the split-tile completion
+// loads (into registers, or the copies into the ring stages), 16 the codebook
+// load and table build, 32 the split-tile completion
 // (split tiles write nothing), 64 everything (the kernel returns at once: the
 // launch of this configuration alone); 128 (with 64) launches it without its
 // dynamic shared memory. 256 records a timeline instead of C (DecodeTimeline
