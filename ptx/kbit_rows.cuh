@@ -34,6 +34,8 @@
 // tile reaching past the CTA's rows no longer copies or computes them.
 #pragma once
 
+#define KBIT_HAS_ROWS 1   // (launch.cuh: KBIT_KERNEL=rows)
+
 namespace kbit {
 
 template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_>
@@ -91,6 +93,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
 
   float cb_v = 0.f;
   if (tid < kLevels) cb_v = __ldg(p.codebook + tid);
+  bool offsets_ok = true;   // a dense call: offsets {0, M}, M <= 16 (checked before anything is written)
+  if (tid == 0) offsets_ok = __ldg(p.offsets) == 0 && __ldg(p.offsets + 1) == p.M && p.M <= 16;
 
   // ---- copies ------------------------------------------------------------------
   // Only this CTA's rows that exist in memory are copied: rows past n_pad do
@@ -158,8 +162,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   for (int i = 0; i < kLevels; ++i) cb_max = fmaxf(cb_max, fabsf(cb_s[i]));
   if (!(cb_max > 0.f)) cb_max = 1.f;
   build_decode_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
-  // (A dense call: offsets must be {0, M} and M <= 16, checked by the host.)
-  __syncthreads();
+  if (!__syncthreads_and(offsets_ok)) {
+    // Offsets that are not {0, M}: make it loud and touch nothing else.
+    ptx::cp_async_wait<0>();
+    T* c = static_cast<T*>(p.c);
+    const size_t total = size_t(p.M) * p.N;
+    for (size_t i = size_t(blockIdx.x) * Cfg::kThreads + tid; i < total; i += size_t(gridDim.x) * Cfg::kThreads)
+      c[i] = Elem<T>::from_float(__int_as_float(0x7fc00000));
+    return;
+  }
 
   const IndexConsts<Cfg> ic(t);
   const uint32_t lane_word = Cfg::kBits == 5 ? uint32_t(lane & 15) * 4 : uint32_t(lane) * (Cfg::kQuad ? 8 : 4);
@@ -264,18 +275,22 @@ const char* kbit_rows_prepare() {
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 
-// Host: the grid (one CTA per SM where the rows fit, else more), or an error.
+// Host: the grid for N rows on `sms` SMs (one CTA per SM, fewer where there
+// are fewer granules), or 0 where a CTA's share does not fit Cfg (kCtaRows).
+inline int rows_grid(int N, int sms, int cta_rows) {
+  const int granules = cdiv(N, 16), ctas = sms < granules ? sms : granules;
+  return cdiv(granules, ctas) * 16 <= cta_rows ? ctas : 0;
+}
+
+// Host: launches a planned call (kbit_rows_prepare done, grid from rows_grid).
 template <class Cfg>
-const char* kbit_rows_launch(const KbitParams& kp, int sms, void* stream) {
-  if (kp.E != 1 || kp.M > 16 || kp.M < 1) return "kbit_rows: dense layers of M <= 16 only";
+const char* kbit_rows_launch(const KbitParams& kp, int grid, void* stream) {
+  if (kp.E != 1 || kp.M > 16 || kp.M < 1 || grid < 1) return "kbit_rows: dense layers of M <= 16 only";
+  if (kp.layout.k_tiles < Cfg::kGroups) return "kbit_rows: fewer K-tiles than K-groups";
   RowsParams p;
   static_cast<KbitParams&>(p) = kp;
   p.granules = cdiv(kp.N, 16);
-  int ctas = sms;
-  while (cdiv(p.granules, ctas) * 16 > Cfg::kCtaRows) ++ctas;
-  if (ctas > p.granules) ctas = p.granules;
-  if (kp.layout.k_tiles < Cfg::kGroups) return "kbit_rows: fewer K-tiles than K-groups";
-  kbit_rows_kernel<Cfg><<<ctas, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
+  kbit_rows_kernel<Cfg><<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
   const cudaError_t err = cudaGetLastError();
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }

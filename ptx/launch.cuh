@@ -1093,6 +1093,63 @@ struct RunFn {
   }
 };
 
+#ifndef KBIT_HAS_ROWS
+#define KBIT_HAS_ROWS 0   // kbit_rows.cuh is in the translation unit (the sm90 family)
+#endif
+#if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
+// ---- the row-owning kernel (kbit_rows.cuh; prototype, KBIT_KERNEL=rows only) ----
+// Its configurations (RowsConfig<k, T, groups, warps per group, 2, 3>) by the
+// rows a CTA owns on this GPU: 1 up to 224 rows (2 K-groups of 7 warps of 32
+// rows), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2), 4 up to 32 (12 x 1); 0 where
+// none serves the shape (grouped, M > 16, more rows per CTA, too few K-tiles).
+inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
+  constexpr int kRows[5] = {0, 224, 128, 64, 32}, kGroups[5] = {0, 2, 4, 6, 12};
+  if (a.E != 1 || a.M > 16) return 0;
+  for (int id = 4; id >= 1; --id) {
+    *grid = rows_grid(a.N, sms, kRows[id]);
+    if (*grid > 0) return a.k_tiles >= kGroups[id] ? id : 0;
+  }
+  return 0;
+}
+template <class F>
+const char* kbit_rows_dispatch(int bits, int bf16, int id, const F& f) {
+#define KBIT_ROWS_(BITS, G, W)                                                       \
+  return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, G, W, 2, 3>>() \
+              : f.template operator()<RowsConfig<BITS, __half, G, W, 2, 3>>();
+#define KBIT_ROWS_ID_(BITS)      \
+  switch (id) {                  \
+    case 1: KBIT_ROWS_(BITS, 2, 7)  \
+    case 2: KBIT_ROWS_(BITS, 4, 4)  \
+    case 3: KBIT_ROWS_(BITS, 6, 2)  \
+    case 4: KBIT_ROWS_(BITS, 12, 1) \
+  }                              \
+  break;
+  switch (bits) {
+    case 2: KBIT_ROWS_ID_(2)
+    case 3: KBIT_ROWS_ID_(3)
+    case 4: KBIT_ROWS_ID_(4)
+    case 5: KBIT_ROWS_ID_(5)
+  }
+#undef KBIT_ROWS_ID_
+#undef KBIT_ROWS_
+  return "kbit: internal error: no such rows configuration";
+}
+struct RowsPlanFn {   // raises the kernel's shared-memory limit once per device (resident_ctas)
+  int device;
+  template <class Cfg> const char* operator()() const {
+    int per_sm = 0;
+    return resident_ctas(reinterpret_cast<const void*>(&kbit_rows_kernel<Cfg>), Cfg::kThreads, Cfg::kSmemBytes,
+                         device, &per_sm);
+  }
+};
+struct RowsRunFn {
+  KbitParams p;
+  int grid;
+  void* stream;
+  template <class Cfg> const char* operator()() const { return kbit_rows_launch<Cfg>(p, grid, stream); }
+};
+#endif
+
 }  // namespace kbit
 
 // ---- the API of api.h --------------------------------------------------------
@@ -1111,6 +1168,24 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   plan->decode_pairs = 0;
   plan->wgmma = 0;
   plan->gemv_warps = plan->gemv_tiles = 0;
+  plan->rows = 0;
+#if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
+  if (a.kernel == 6) {   // KBIT_KERNEL=rows: the prototype wherever it serves, else the choice by shape
+    int grid = 0;
+    if (const int id = kbit::rows_config_for(a, kbit::sm_count(device), &grid)) {
+      if (const char* err = kbit::kbit_rows_dispatch(a.bits, a.bf16, id, kbit::RowsPlanFn{device})) return err;
+      plan->rows = id;
+      plan->grid = grid;
+      plan->workspace_floats = plan->counters = 0;
+      plan->block_m = 16;
+      plan->block_n = 0;
+      return nullptr;
+    }
+    KbitArgs by_shape = a;
+    by_shape.kernel = 0;
+    return kbit_gemm_plan(by_shape, device, plan);
+  }
+#endif
   if (a.kernel == 5 || a.kernel == 0) {
     if (kbit::gemv_applies(a) && (a.kernel == 5 || kbit::gemv_kernel_pays(a))) {
       bool fits = false;
@@ -1160,6 +1235,11 @@ const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, in
   const cudaStream_t st = static_cast<cudaStream_t>(stream);
   if (plan.gemv_warps)
     return kbit::kbit_gemv_dispatch(a.bits, a.bf16, kbit::GemvRunFn{a, plan, st});
+#if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
+  if (plan.rows)
+    return kbit::kbit_rows_dispatch(a.bits, a.bf16, plan.rows,
+                                    kbit::RowsRunFn{kbit::kbit_params(a, plan, ws, counters), plan.grid, stream});
+#endif
 #if KBIT_HAS_WGMMA
   if (plan.wgmma)
     return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan.mtiles, plan.wgmma,

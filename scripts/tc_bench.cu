@@ -314,7 +314,7 @@ struct RowsRunner {
     p.a = a.a; p.b_packed = a.b_packed; p.b_absmax = a.b_absmax; p.codebook = a.codebook; p.offsets = a.offsets;
     p.c = a.c; p.M = a.M; p.N = a.N; p.K = a.K; p.E = 1;
     p.layout = kbit::KbitLayout{a.N, a.K, a.n_pad, a.k_tiles, a.bits};
-    if (const char* err = kbit::kbit_rows_launch<Cfg>(p, sms, st)) {
+    if (const char* err = kbit::kbit_rows_launch<Cfg>(p, kbit::rows_grid(p.N, sms, Cfg::kCtaRows), st)) {
       std::fprintf(stderr, "%s: launch: %s\n", d.cs.name, err);
       std::exit(1);
     }
@@ -569,6 +569,8 @@ int main(int argc, char** argv) {
   run_case({"rows_70b_gateup_m16_k2", 28672, 8192, 16, D, 0, 2}, RowsRunner<RowsV<2, 2, 7, 2, 3>>{});
   run_case({"rows_70b_gateup_m16_k5", 28672, 8192, 16, D, 0, 5}, RowsRunner<RowsV<5, 2, 7, 2, 3>>{});
 #ifdef TC_ROWS_ONLY   // the prototype and the rule's configurations beside it alone: a faster build
+  (void)T;
+  (void)W;
   run_case({"dec16_70b_gateup_m16", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
   run_case({"dec16_8b_gateup_m16_nt2", 14336, 4096, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
   run_case({"dec16_70b_down_m16_h", 8192, 28672, 16, D, 0}, Runner<kbit::DecodeConfig<4, __half, 12, 4, 2, 16, 1>, D>{});
