@@ -32,6 +32,15 @@
 // two dequantization chains per warp). Not run yet: the 64-row-warp cases
 // (`_n4`: 167-168 registers at 12 warps, no spills). Since that run a warp
 // tile reaching past the CTA's rows no longer copies or computes them.
+//
+// In the extension: KBIT_KERNEL=rows (launch.cuh rows_config_for: 32-row warp
+// tiles, the configuration by the rows a CTA owns). Not yet run there. The next
+// device call, in order:
+//   1. build/tc_rows _n4 rows_ dec16_            (the 64-row-warp variants)
+//   2. python3 -m pytest -q tests/test_gpu_kernels.py -k rows
+//   3. STEPS=variants VARIANTS="KBIT_KERNEL=;KBIT_KERNEL=rows" ROUNDS=2 BENCH=_m16_ \
+//        bash scripts/device_run.sh --graph --budget-s 0.08
+//   4. racecheck / memcheck through tc_bench (TC_CHECK_ONLY=1) on the rows_ cases.
 #pragma once
 
 #define KBIT_HAS_ROWS 1   // (launch.cuh: KBIT_KERNEL=rows)
