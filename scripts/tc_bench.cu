@@ -301,8 +301,10 @@ struct RowsRunner {
   using Config = Cfg;
   static constexpr Kernel kKernel = Kernel::kDecode;   // (rule_agrees: never the rule's)
   int sms = 0;
-  void prepare(Data&, int dev) {
+  kbit_api::KbitPlan plan{};   // (plan.grid only: TC_PHASES sizes its buffer by it)
+  void prepare(Data& d, int dev) {
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    plan.grid = kbit::rows_grid(d.cs.N, sms, Cfg::kCtaRows);
     if (const char* err = kbit::kbit_rows_prepare<Cfg>()) {
       std::fprintf(stderr, "rows: prepare: %s\n", err);
       std::exit(1);
