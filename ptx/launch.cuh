@@ -1292,13 +1292,8 @@ const char* nvfp4_gemv_run(const Nvfp4Args& a, int device, void* stream) {
 int plain_read_ctas(int device) { return kbit::sm_count(device) * kbit::kPlainReadCtasPerSm; }
 
 const char* plain_read_run(const void* src, size_t bytes, uint32_t* out, int device, void* stream) {
-  const size_t n = bytes / 16;
-  if (n == 0) return nullptr;
-  const size_t ctas =
-      std::min<size_t>(plain_read_ctas(device), (n + kbit::kPlainReadThreads - 1) / kbit::kPlainReadThreads);
-  kbit::plain_read_kernel<<<unsigned(ctas), kbit::kPlainReadThreads, 0, static_cast<cudaStream_t>(stream)>>>(
-      static_cast<const uint4*>(src), n, out);
-  const cudaError_t err = cudaGetLastError();
+  const cudaError_t err =
+      kbit::plain_read_launch(src, bytes, out, kbit::sm_count(device), static_cast<cudaStream_t>(stream));
   return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
 }
 

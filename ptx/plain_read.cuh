@@ -57,4 +57,17 @@ __global__ void __launch_bounds__(kPlainReadThreads) plain_read_kernel(const uin
   }
 }
 
+// The launch: bytes / 16 words at src (16-byte aligned), kPlainReadCtasPerSm
+// CTAs per SM, fewer where the words do not give every thread one. The
+// extension (launch.cuh, plain_read_run) and the standalone tools
+// (scripts/bench_util.cuh, PlainRead) both launch it this way, so the tools'
+// "read" column is the ceiling eval/run.py prints. out: one word per CTA.
+inline cudaError_t plain_read_launch(const void* src, size_t bytes, uint32_t* out, int sms, cudaStream_t stream) {
+  const size_t n = bytes / 16, most = size_t(sms) * kPlainReadCtasPerSm;
+  if (n == 0) return cudaSuccess;
+  const size_t rows = (n + kPlainReadThreads - 1) / kPlainReadThreads, ctas = rows < most ? rows : most;
+  plain_read_kernel<<<unsigned(ctas), kPlainReadThreads, 0, stream>>>(static_cast<const uint4*>(src), n, out);
+  return cudaGetLastError();
+}
+
 }  // namespace kbit

@@ -56,19 +56,15 @@ struct L2Flush {
 };
 
 // The plain read that eval/run.py --graph times beside every benchmark
-// (kbit::plain_read_kernel, ptx/plain_read.cuh), launched on the grid the
-// extension's plain_read_run picks: a tool's "read" column is the harness's
-// ceiling for the same bytes. read(src, bytes, st) reads bytes / 16 16-byte
-// words at src (16-byte aligned); each CTA stores its checksum to out.
+// (kbit::plain_read_launch, ptx/plain_read.cuh): a tool's "read" column is the
+// harness's ceiling for the same bytes. read(src, bytes, st) reads bytes / 16
+// 16-byte words at src (16-byte aligned).
 struct PlainRead {
-  uint32_t* out = nullptr;
-  int ctas;
-  explicit PlainRead(int sms) : ctas(sms * kbit::kPlainReadCtasPerSm) { CK(cudaMalloc(&out, size_t(ctas) * 4)); }
+  uint32_t* out = nullptr;   // the CTAs' checksums
+  int sms;
+  explicit PlainRead(int sms_) : sms(sms_) { CK(cudaMalloc(&out, size_t(sms) * kbit::kPlainReadCtasPerSm * 4)); }
   void operator()(const void* src, size_t bytes, cudaStream_t st = 0) const {
-    const size_t n = bytes / 16;
-    if (n == 0) return;
-    const size_t c = std::min<size_t>(ctas, (n + kbit::kPlainReadThreads - 1) / kbit::kPlainReadThreads);
-    kbit::plain_read_kernel<<<unsigned(c), kbit::kPlainReadThreads, 0, st>>>(static_cast<const uint4*>(src), n, out);
+    CK(kbit::plain_read_launch(src, bytes, out, sms, st));
   }
 };
 

@@ -40,4 +40,3 @@ def pytest_collection_finish(session):
         if item.module is not None and item.module.__name__ == "test_compile":
             item.module.start_builds(session.items)
             return
-
