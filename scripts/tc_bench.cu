@@ -567,6 +567,9 @@ int main(int argc, char** argv) {
   run_case({"rows_70b_down_m16", 8192, 28672, 16, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 3>>{});
   run_case({"rows_8b_gateup_m16", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 4, 4, 2, 3>>{});
   run_case({"rows_8b_down_m16", 4096, 14336, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 3>>{});
+  run_case({"rows_8b_gateup_m16_g3", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 3>>{});
+  run_case({"rows_8b_down_m16_g15", 4096, 14336, 16, D, 0}, RowsRunner<RowsV<4, 15, 1, 2, 2>>{});
+  run_case({"rows_8b_down_m16_g8", 4096, 14336, 16, D, 0}, RowsRunner<RowsV<4, 8, 1, 2, 3>>{});
   run_case({"rows_odd_m9", 5128, 2048, 9, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});
   run_case({"rows_70b_gateup_m16_k2", 28672, 8192, 16, D, 0, 2}, RowsRunner<RowsV<2, 2, 7, 2, 3>>{});
   run_case({"rows_70b_gateup_m16_k5", 28672, 8192, 16, D, 0, 5}, RowsRunner<RowsV<5, 2, 7, 2, 3>>{});
