@@ -188,8 +188,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   // ---- main loop: the group's K-tiles, together ---------------------------------
   // Every warp computes all its kNT tiles: those past the CTA's rows hold
   // zero-filled plane words and scale bytes (weight 0) and are not stored.
-  // (Skipping them, warp-uniformly, cost 1-2 us at Llama-3-8B M = 16 on an
-  // H100: the branch splits the unrolled tile loop.)
+  // (Skipping them warp-uniformly, in a second copy of the loop, was ~1 us
+  // slower at Llama-3-8B gate/up M = 16 on an H100, against the decode rule
+  // in the same tc_bench run.)
 #pragma unroll 1
   for (int it = 0; it < nk; ++it) {
     ptx::cp_async_wait<Cfg::kRingStages - 2>();   // this lane's copies of stage it
