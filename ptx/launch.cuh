@@ -1097,19 +1097,35 @@ struct RunFn {
 #define KBIT_HAS_ROWS 0   // kbit_rows.cuh is in the translation unit (the sm90 family)
 #endif
 #if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
-// ---- the row-owning kernel (kbit_rows.cuh; prototype, KBIT_KERNEL=rows only) ----
+// ---- the row-owning kernel (kbit_rows.cuh) ----
 // Its configurations (RowsConfig<k, T, groups, warps per group, 2, 3>) by the
 // rows a CTA owns on this GPU: 1 up to 224 rows (2 K-groups of 7 warps of 32
-// rows), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2), 4 up to 32 (12 x 1); 0 where
-// none serves the shape (grouped, M > 16, more rows per CTA, too few K-tiles).
+// rows), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2), 4 up to 32 (12 x 1), the
+// most K-groups the K-tiles allow; 0 where none serves the shape (grouped,
+// M > 16, more than 224 rows per CTA, a single K-tile).
 inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
   constexpr int kRows[5] = {0, 224, 128, 64, 32}, kGroups[5] = {0, 2, 4, 6, 12};
+  *grid = 0;
   if (a.E != 1 || a.M > 16) return 0;
-  for (int id = 4; id >= 1; --id) {
+  for (int id = 4; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
     *grid = rows_grid(a.N, sms, kRows[id]);
-    if (*grid > 0) return a.k_tiles >= kGroups[id] ? id : 0;
+    if (*grid > 0 && a.k_tiles >= kGroups[id]) return id;
   }
+  *grid = 0;
   return 0;
+}
+// The shape rule takes it for dense M = 9..16 on layers below 2^26 weights
+// (the Qwen3 and Llama-3-8B layers), where the decode kernel's stream-K
+// split leaves tiles to finish across CTAs and each warp copies its own
+// activations. Harness A/B against the decode kernel's 16-row slots (H100,
+// graph us, two rounds, docs/results.md v52): Qwen3-Coder-Next gate/up
+// 7.8-7.9 vs 10.1, down 9.9-10.0 vs 10.9-11.0; Llama-3-8B gate/up 20.7 vs
+// 21.1-21.4, down k = 2 17.7-17.9 vs 19.1, k = 5 23.8 vs 24.2-24.4, k = 4
+// 20.8-21.0 vs 20.5 (slower). On the 70B layers (2^27.8 weights) its 32-row
+// warp tiles are 8-10 us slower (two dequantization chains per warp, not
+// four), and the 64-row-warp configurations 2 us slower in tc_bench.
+inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
+  return a.E == 1 && a.M > 8 && a.M <= 16 && (long long)a.N * a.K < (1ll << 26);
 }
 template <class F>
 const char* kbit_rows_dispatch(int bits, int bf16, int id, const F& f) {
@@ -1170,7 +1186,9 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   plan->gemv_warps = plan->gemv_tiles = 0;
   plan->rows = 0;
 #if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
-  if (a.kernel == 6) {   // KBIT_KERNEL=rows: the prototype wherever it serves, else the choice by shape
+  // The row-owning kernel: by shape (rows_kernel_pays), or wherever it serves
+  // (KBIT_KERNEL=rows), else the choice by shape.
+  if (a.kernel == 6 || (a.kernel == 0 && kbit::rows_kernel_pays(a))) {
     int grid = 0;
     if (const int id = kbit::rows_config_for(a, kbit::sm_count(device), &grid)) {
       if (const char* err = kbit::kbit_rows_dispatch(a.bits, a.bf16, id, kbit::RowsPlanFn{device})) return err;
@@ -1181,9 +1199,11 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
       plan->block_n = 0;
       return nullptr;
     }
-    KbitArgs by_shape = a;
-    by_shape.kernel = 0;
-    return kbit_gemm_plan(by_shape, device, plan);
+    if (a.kernel == 6) {
+      KbitArgs by_shape = a;
+      by_shape.kernel = 0;
+      return kbit_gemm_plan(by_shape, device, plan);
+    }
   }
 #endif
   if (a.kernel == 5 || a.kernel == 0) {
