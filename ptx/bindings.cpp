@@ -141,7 +141,7 @@ std::string validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::T
 // kernel wherever it applies; path 4: the same with 64-row warp tiles at every
 // shape; path 5: the wgmma tiled kernel for every M (sm90 family; elsewhere
 // path 0); path 6: the CUDA-core kernel wherever it applies (dense M = 1 and
-// grouped calls; elsewhere path 0); path 7: the row-owning prototype wherever
+// grouped calls; elsewhere path 0); path 7: the row-owning kernel wherever
 // it serves (dense M <= 16, sm90 family; elsewhere path 0). Paths 2..7 measure the crossover and test each kernel and
 // tile size at every shape.
 // Returns "" after launching, or a validation message (nothing launched).

@@ -1,13 +1,13 @@
-// kbit_rows.cuh — PROTOTYPE (branch rows16-wip, not dispatched; timed through
-// scripts/tc_bench.cu only): dense kbit_gemm at M = 9..16 with whole rows per
-// CTA, for the two levers docs/results.md v51 measured at Llama-3-70B gate/up
-// M = 16 (the activation copies and the completion of tiles split between
-// CTAs: 3 us each, 8.5 us together).
+// kbit_rows.cuh — the row-owning kernel (sm90 family): dense kbit_gemm at
+// M = 9..16 on layers below 2^26 weights (launch.cuh rows_kernel_pays; any
+// M <= 16 under KBIT_KERNEL=rows). It takes away the two costs docs/results.md
+// v51 measured in the decode kernel's 16-row slots: each warp copying its own
+// activations, and tiles split between CTAs finished through the workspace.
 //
 // * Rows, not units. CTA c owns 16-row granules [c G / C, (c + 1) G / C) of
 //   the G = ceil(N / 16) granules for all of K: no tile spans CTAs, so nothing
 //   goes through the workspace. A warp tile reaching past the CTA's rows
-//   copies and computes only the 16-row tiles that are the CTA's.
+//   copies only the CTA's rows and zero-fills the rest.
 // * K-groups. The CTA's warps form kGroups groups of kGroupWarps warps. Warp j
 //   of a group owns rows 16 kNT j .. of the CTA's rows, group g the K-tiles
 //   [g T / kGroups, (g + 1) T / kGroups). A group's warps walk the same K-tiles
@@ -15,35 +15,27 @@
 //   scale bytes, the group's lanes the 16 activation rows, and one
 //   named barrier per K-tile (bar.sync 1 + g) makes the stage visible to the
 //   group and frees the slot the next copies go to. The activations cross
-//   from L2 once per group instead of once per 64-row warp tile.
+//   from L2 once per group instead of once per warp tile.
 // * The end. Groups 1 .. kGroups - 1 leave their sums in shared memory; after
 //   a CTA barrier group 0 adds them in group order (the same bits on every
 //   run) and writes C.
 // The dequantization and MMAs per warp and K-tile are the decode kernel's
 // (kbit_decode.cuh: table, index words, dequant_block, 16-row slots).
 //
-// Timing (the binary built here runs on the device, CUDA 13.0 both):
+// Measured (H100; docs/results.md v52): harness A/B against the decode
+// kernel's 16-row slots, Qwen3-Coder-Next M = 16 1.3-3.6 us faster per layer,
+// Llama-3-8B gate/up 0.5-1.0, down k = 2, 3, 5 0.3-1.4 (k = 4 0.3-0.9
+// slower); the 70B layers 8-10 us slower (32-row warp tiles: two
+// dequantization chains per warp, not four), which the rule leaves to the
+// decode kernel.
+//
+// tc_bench times it alone (the binary built here runs on the device):
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I. -Iptx -Iscripts \
 //        -DTC_ROWS_ONLY -o build/tc_rows scripts/tc_bench.cu        (~20 s)
 //   build/tc_rows rows_ dec16_
-// First run (H100, main's docs/results.md v51): correct everywhere; 8B M = 16
-// gate/up 19.9-20.0 us and down 18.4-18.6 against the decode rule's 21.1 / 19.8;
-// 70B gate/up 71-74 against 59, down 60.5 against 53.5 (32-row warp tiles:
-// two dequantization chains per warp). Not run yet: the 64-row-warp cases
-// (`_n4`: 167-168 registers at 12 warps, no spills). Since that run a warp
-// tile reaching past the CTA's rows no longer copies or computes them.
-//
-// In the extension: KBIT_KERNEL=rows (launch.cuh rows_config_for: 32-row warp
-// tiles, the configuration by the rows a CTA owns). Not yet run there. The next
-// device call, in order:
-//   1. build/tc_rows _n4 rows_ dec16_            (the 64-row-warp variants)
-//   2. python3 -m pytest -q tests/test_gpu_kernels.py -k rows
-//   3. STEPS=variants VARIANTS="KBIT_KERNEL=;KBIT_KERNEL=rows" ROUNDS=2 BENCH=_m16_ \
-//        bash scripts/device_run.sh --graph --budget-s 0.08
-//   4. racecheck / memcheck through tc_bench (TC_CHECK_ONLY=1) on the rows_ cases.
 #pragma once
 
-#define KBIT_HAS_ROWS 1   // (launch.cuh: KBIT_KERNEL=rows)
+#define KBIT_HAS_ROWS 1   // (launch.cuh: rows_kernel_pays, KBIT_KERNEL=rows)
 
 namespace kbit {
 
@@ -245,6 +237,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
     }
   }
   ptx::cp_async_wait<0>();
+  // Every group passes its named barrier equally often (one more time where
+  // it had a K-tile fewer). The exchange below is ordered by the CTA barrier
+  // either way, but compute-sanitizer's racecheck reports it as a hazard
+  // wherever groups passed their barriers a different number of times
+  // (H100, CUDA 13.0: Llama-3-8B down, 224 K-tiles in 12 or 15 groups; not
+  // with 8 groups, nor with this loop).
+  for (int it = nk; it < cdiv(k_tiles, Cfg::kGroups); ++it) ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);
 
   // ---- the groups' sums, in group order -------------------------------------------
   float* parts = reinterpret_cast<float*>(rows_smem + Cfg::kPartOff);

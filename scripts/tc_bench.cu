@@ -115,7 +115,7 @@ __device__ __forceinline__ unsigned tc_clock_after(unsigned x) {
 #include "kbit_decode.cuh"
 #include "kbit_wgmma.cuh"
 #include "kbit_gemv.cuh"
-#include "kbit_rows.cuh"   // prototype (branch rows16-wip)
+#include "kbit_rows.cuh"
 #include "launch.cuh"
 #include "bench_util.cuh"   // CK, L2Flush, PlainRead, flushed_graph_us
 
@@ -295,7 +295,7 @@ struct Runner {
   }
 };
 
-// The row-owning prototype (kbit_rows.cuh): dense, M <= 16, no workspace.
+// The row-owning kernel (kbit_rows.cuh): dense, M <= 16, no workspace.
 template <class Cfg>
 struct RowsRunner {
   using Config = Cfg;
@@ -557,7 +557,7 @@ int main(int argc, char** argv) {
   // Decode kernel (M <= 8): the rule's configuration, then variants (_wW
   // warps, _ntT 16-row tiles per warp, _sS ring stages, _aA activation rows
   // per stage; _v34: the rule's configuration before v35).
-  // The row-owning prototype (kbit_rows.cuh) against the rule's decode configurations above.
+  // The row-owning kernel (kbit_rows.cuh) against the decode kernel's 16-row slots.
   run_case({"rows_70b_gateup_m16", 28672, 8192, 16, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});
   run_case({"rows_70b_gateup_m16_s2", 28672, 8192, 16, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 2>>{});
   run_case({"rows_70b_gateup_m16_n4", 28672, 8192, 16, D, 0}, RowsRunner<RowsV<4, 3, 4, 4, 2>>{});
@@ -573,7 +573,7 @@ int main(int argc, char** argv) {
   run_case({"rows_odd_m9", 5128, 2048, 9, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});
   run_case({"rows_70b_gateup_m16_k2", 28672, 8192, 16, D, 0, 2}, RowsRunner<RowsV<2, 2, 7, 2, 3>>{});
   run_case({"rows_70b_gateup_m16_k5", 28672, 8192, 16, D, 0, 5}, RowsRunner<RowsV<5, 2, 7, 2, 3>>{});
-#ifdef TC_ROWS_ONLY   // the prototype and the rule's configurations beside it alone: a faster build
+#ifdef TC_ROWS_ONLY   // the row-owning kernel and the decode configurations beside it alone: a faster build
   (void)T;
   (void)W;
   run_case({"dec16_70b_gateup_m16", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
