@@ -184,7 +184,10 @@ constexpr bool decode_act8_fits(int bits, int nt) {
 // tiles) vs 25.4-25.6 us (tiled kernel), down 24.6-24.8 vs 24.9-25.0;
 // Qwen3-Coder-Next (wgmma before) gate/up 10.9-11.0 vs 13.0-13.1, down
 // 11.5-11.9 vs 13.0-13.1, q (2^23 weights) 8.3-9.0 vs 11.9-12.1, o 10.4-10.8
-// vs 12.0-12.2. Below 2^23 weights (Qwen3 kv) not measured.
+// vs 12.0-12.2. Below 2^23 weights (Qwen3 kv) not measured. Since v52 the
+// sm90 family gives the layers below 2^26 weights to the row-owning kernel
+// first (rows_kernel_pays, below), so there these slots serve the 70B-sized
+// layers; the sm80 family keeps them from 2^23.
 // KBIT_DECODE_ACT16=0 turns it off (A/B).
 #ifndef KBIT_DECODE_ACT16
 #define KBIT_DECODE_ACT16 1
