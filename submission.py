@@ -25,7 +25,7 @@ Environment
                                       results (bit mask, ptx/kbit_decode.cuh: 1 leaves
                                       out the dequant, 2 the weight copies, 4 the
                                       activation loads, 32 the split-tile completion, ...)
-    KBIT_KERNEL=tiled|decode|decode64|wgmma|gemv
+    KBIT_KERNEL=tiled|decode|decode64|wgmma|gemv|rows
                                       kbit_gemm: the mma.sync tiled GEMM kernel for every
                                       M, the decode kernel wherever it applies (<= 8 rows
                                       per expert, or dense M <= 16; decode64: with
@@ -33,7 +33,9 @@ Environment
                                       tiled kernel for every M (sm90 family;
                                       elsewhere the choice by shape), or
                                       the CUDA-core kernel wherever it applies (dense
-                                      M = 1; grouped), instead of the choice by shape; to
+                                      M = 1; grouped), or the row-owning kernel wherever
+                                      it serves (dense M <= 16, sm90 family), instead of
+                                      the choice by shape; to
                                       measure the crossover and test each kernel
 """
 
@@ -62,7 +64,7 @@ FAMILIES = ("sm80", "sm90", "sm100")
 TU_FILES = {
     "sm80": ["sm80.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "kbit_gemv.cuh", "plain_read.cuh",
              "launch.cuh"],
-    "sm90": ["sm90_wgmma.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "kbit_wgmma.cuh", "nvfp4_gemv.cuh",
+    "sm90": ["sm90_wgmma.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "kbit_wgmma.cuh", "kbit_rows.cuh", "nvfp4_gemv.cuh",
              "kbit_gemv.cuh", "plain_read.cuh", "launch.cuh"],
     "sm100": ["sm100.cuh", "kbit_gemm.cuh", "kbit_decode.cuh", "nvfp4_gemv.cuh", "kbit_gemv.cuh", "sm100_kernels.cuh",
               "plain_read.cuh", "launch.cuh"],
@@ -453,13 +455,15 @@ def _kbit_path(module, family, device) -> int:
     applies (KBIT_KERNEL=decode), 4 the same with 64-row warp tiles at every
     shape (KBIT_KERNEL=decode64), 5 the wgmma tiled kernel for every M
     (KBIT_KERNEL=wgmma, sm90 family), 6 the CUDA-core kernel wherever it
-    applies (KBIT_KERNEL=gemv: dense M = 1, and grouped layers), 0 the choice by shape."""
+    applies (KBIT_KERNEL=gemv: dense M = 1, and grouped layers), 7 the
+    row-owning kernel wherever it serves (KBIT_KERNEL=rows: dense M <= 16,
+    sm90 family), 0 the choice by shape."""
     if family == "sm100" and tc_path_ok(module, "kbit_gemm", device):
         return 1
     return _KERNEL_PATHS.get(_env("KBIT_KERNEL"), 0)
 
 
-_KERNEL_PATHS = {"tiled": 2, "decode": 3, "decode64": 4, "wgmma": 5, "gemv": 6}
+_KERNEL_PATHS = {"tiled": 2, "decode": 3, "decode64": 4, "wgmma": 5, "gemv": 6, "rows": 7}
 
 
 def _nvfp4_path(module, family, device) -> int:

@@ -41,6 +41,8 @@ struct KbitPlan {
                              // of 8 MMA warps and one CTA each (launch.cuh wgmma_config_for)
   int gemv_warps;            // the CUDA-core kernel (kbit_gemv.cuh): warps per CTA (0: not used)
   int gemv_tiles;            // and K-tiles per warp
+  int rows;                  // the row-owning kernel (kbit_rows.cuh; rows_kernel_pays, KBIT_KERNEL=rows):
+                             // its configuration (launch.cuh rows_config_for), 0: not used
 };
 
 // Both return nullptr on success, else a description of the error.

@@ -141,7 +141,8 @@ std::string validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::T
 // kernel wherever it applies; path 4: the same with 64-row warp tiles at every
 // shape; path 5: the wgmma tiled kernel for every M (sm90 family; elsewhere
 // path 0); path 6: the CUDA-core kernel wherever it applies (dense M = 1 and
-// grouped calls; elsewhere path 0). Paths 2..6 measure the crossover and test each kernel and
+// grouped calls; elsewhere path 0); path 7: the row-owning kernel wherever
+// it serves (dense M <= 16, sm90 family; elsewhere path 0). Paths 2..7 measure the crossover and test each kernel and
 // tile size at every shape.
 // Returns "" after launching, or a validation message (nothing launched).
 std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at::Tensor codebook,
@@ -151,7 +152,7 @@ std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at
   TORCH_CHECK(a.is_cuda(), "kbit_gemm: tensors must be on a CUDA device");
   const c10::cuda::CUDAGuard guard(a.device());
   kbit_api::KbitArgs args = kbit_args(a, b_packed, b_absmax, codebook, offsets, c);
-  args.kernel = path == 2 ? 1 : path == 3 ? 2 : path == 4 ? 3 : path == 5 ? 4 : path == 6 ? 5 : 0;
+  args.kernel = path == 2 ? 1 : path == 3 ? 2 : path == 4 ? 3 : path == 5 ? 4 : path == 6 ? 5 : path == 7 ? 6 : 0;
   if (args.M == 0) return std::string();
   kbit_api::KbitPlan plan;
   check(kbit_api::kbit_gemm_plan(args, a.device().index(), &plan));

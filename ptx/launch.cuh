@@ -184,7 +184,10 @@ constexpr bool decode_act8_fits(int bits, int nt) {
 // tiles) vs 25.4-25.6 us (tiled kernel), down 24.6-24.8 vs 24.9-25.0;
 // Qwen3-Coder-Next (wgmma before) gate/up 10.9-11.0 vs 13.0-13.1, down
 // 11.5-11.9 vs 13.0-13.1, q (2^23 weights) 8.3-9.0 vs 11.9-12.1, o 10.4-10.8
-// vs 12.0-12.2. Below 2^23 weights (Qwen3 kv) not measured.
+// vs 12.0-12.2. Below 2^23 weights (Qwen3 kv) not measured. Since v52 the
+// sm90 family gives the layers below 2^26 weights to the row-owning kernel
+// first (rows_kernel_pays, below), so there these slots serve the 70B-sized
+// layers; the sm80 family keeps them from 2^23.
 // KBIT_DECODE_ACT16=0 turns it off (A/B).
 #ifndef KBIT_DECODE_ACT16
 #define KBIT_DECODE_ACT16 1
@@ -1093,6 +1096,79 @@ struct RunFn {
   }
 };
 
+#ifndef KBIT_HAS_ROWS
+#define KBIT_HAS_ROWS 0   // kbit_rows.cuh is in the translation unit (the sm90 family)
+#endif
+#if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
+// ---- the row-owning kernel (kbit_rows.cuh) ----
+// Its configurations (RowsConfig<k, T, groups, warps per group, 2, 3>) by the
+// rows a CTA owns on this GPU: 1 up to 224 rows (2 K-groups of 7 warps of 32
+// rows), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2), 4 up to 32 (12 x 1), the
+// most K-groups the K-tiles allow; 0 where none serves the shape (grouped,
+// M > 16, more than 224 rows per CTA, a single K-tile).
+inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
+  constexpr int kRows[5] = {0, 224, 128, 64, 32}, kGroups[5] = {0, 2, 4, 6, 12};
+  *grid = 0;
+  if (a.E != 1 || a.M > 16) return 0;
+  for (int id = 4; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
+    *grid = rows_grid(a.N, sms, kRows[id]);
+    if (*grid > 0 && a.k_tiles >= kGroups[id]) return id;
+  }
+  *grid = 0;
+  return 0;
+}
+// The shape rule takes it for dense M = 9..16 on layers below 2^26 weights
+// (the Qwen3 and Llama-3-8B layers), where the decode kernel's stream-K
+// split leaves tiles to finish across CTAs and each warp copies its own
+// activations. Harness A/B against the decode kernel's 16-row slots (H100,
+// graph us, two rounds, docs/results.md v52): Qwen3-Coder-Next gate/up
+// 7.8-7.9 vs 10.1, down 9.9-10.0 vs 10.9-11.0; Llama-3-8B gate/up 20.7 vs
+// 21.1-21.4, down k = 2 17.7-17.9 vs 19.1, k = 5 23.8 vs 24.2-24.4, k = 4
+// 20.8-21.0 vs 20.5 (slower). On the 70B layers (2^27.8 weights) its 32-row
+// warp tiles are 8-10 us slower (two dequantization chains per warp, not
+// four), and the 64-row-warp configurations 2 us slower in tc_bench.
+inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
+  return a.E == 1 && a.M > 8 && a.M <= 16 && (long long)a.N * a.K < (1ll << 26);
+}
+template <class F>
+const char* kbit_rows_dispatch(int bits, int bf16, int id, const F& f) {
+#define KBIT_ROWS_(BITS, G, W)                                                       \
+  return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, G, W, 2, 3>>() \
+              : f.template operator()<RowsConfig<BITS, __half, G, W, 2, 3>>();
+#define KBIT_ROWS_ID_(BITS)      \
+  switch (id) {                  \
+    case 1: KBIT_ROWS_(BITS, 2, 7)  \
+    case 2: KBIT_ROWS_(BITS, 4, 4)  \
+    case 3: KBIT_ROWS_(BITS, 6, 2)  \
+    case 4: KBIT_ROWS_(BITS, 12, 1) \
+  }                              \
+  break;
+  switch (bits) {
+    case 2: KBIT_ROWS_ID_(2)
+    case 3: KBIT_ROWS_ID_(3)
+    case 4: KBIT_ROWS_ID_(4)
+    case 5: KBIT_ROWS_ID_(5)
+  }
+#undef KBIT_ROWS_ID_
+#undef KBIT_ROWS_
+  return "kbit: internal error: no such rows configuration";
+}
+struct RowsPlanFn {   // raises the kernel's shared-memory limit once per device (resident_ctas)
+  int device;
+  template <class Cfg> const char* operator()() const {
+    int per_sm = 0;
+    return resident_ctas(reinterpret_cast<const void*>(&kbit_rows_kernel<Cfg>), Cfg::kThreads, Cfg::kSmemBytes,
+                         device, &per_sm);
+  }
+};
+struct RowsRunFn {
+  KbitParams p;
+  int grid;
+  void* stream;
+  template <class Cfg> const char* operator()() const { return kbit_rows_launch<Cfg>(p, grid, stream); }
+};
+#endif
+
 }  // namespace kbit
 
 // ---- the API of api.h --------------------------------------------------------
@@ -1111,6 +1187,28 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   plan->decode_pairs = 0;
   plan->wgmma = 0;
   plan->gemv_warps = plan->gemv_tiles = 0;
+  plan->rows = 0;
+#if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
+  // The row-owning kernel: by shape (rows_kernel_pays), or wherever it serves
+  // (KBIT_KERNEL=rows), else the choice by shape.
+  if (a.kernel == 6 || (a.kernel == 0 && kbit::rows_kernel_pays(a))) {
+    int grid = 0;
+    if (const int id = kbit::rows_config_for(a, kbit::sm_count(device), &grid)) {
+      if (const char* err = kbit::kbit_rows_dispatch(a.bits, a.bf16, id, kbit::RowsPlanFn{device})) return err;
+      plan->rows = id;
+      plan->grid = grid;
+      plan->workspace_floats = plan->counters = 0;
+      plan->block_m = 16;
+      plan->block_n = 0;
+      return nullptr;
+    }
+    if (a.kernel == 6) {
+      KbitArgs by_shape = a;
+      by_shape.kernel = 0;
+      return kbit_gemm_plan(by_shape, device, plan);
+    }
+  }
+#endif
   if (a.kernel == 5 || a.kernel == 0) {
     if (kbit::gemv_applies(a) && (a.kernel == 5 || kbit::gemv_kernel_pays(a))) {
       bool fits = false;
@@ -1160,6 +1258,11 @@ const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, in
   const cudaStream_t st = static_cast<cudaStream_t>(stream);
   if (plan.gemv_warps)
     return kbit::kbit_gemv_dispatch(a.bits, a.bf16, kbit::GemvRunFn{a, plan, st});
+#if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
+  if (plan.rows)
+    return kbit::kbit_rows_dispatch(a.bits, a.bf16, plan.rows,
+                                    kbit::RowsRunFn{kbit::kbit_params(a, plan, ws, counters), plan.grid, stream});
+#endif
 #if KBIT_HAS_WGMMA
   if (plan.wgmma)
     return kbit::kbit_wgmma_dispatch(a.bits, a.bf16, plan.mtiles, plan.wgmma,

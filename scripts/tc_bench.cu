@@ -115,6 +115,7 @@ __device__ __forceinline__ unsigned tc_clock_after(unsigned x) {
 #include "kbit_decode.cuh"
 #include "kbit_wgmma.cuh"
 #include "kbit_gemv.cuh"
+#include "kbit_rows.cuh"
 #include "launch.cuh"
 #include "bench_util.cuh"   // CK, L2Flush, PlainRead, flushed_graph_us
 
@@ -293,6 +294,36 @@ struct Runner {
     }
   }
 };
+
+// The row-owning kernel (kbit_rows.cuh): dense, M <= 16, no workspace.
+template <class Cfg>
+struct RowsRunner {
+  using Config = Cfg;
+  static constexpr Kernel kKernel = Kernel::kDecode;   // (rule_agrees: never the rule's)
+  int sms = 0;
+  kbit_api::KbitPlan plan{};   // (plan.grid only: TC_PHASES sizes its buffer by it)
+  void prepare(Data& d, int dev) {
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    plan.grid = kbit::rows_grid(d.cs.N, sms, Cfg::kCtaRows);
+    if (const char* err = kbit::kbit_rows_prepare<Cfg>()) {
+      std::fprintf(stderr, "rows: prepare: %s\n", err);
+      std::exit(1);
+    }
+  }
+  void launch(const Data& d, cudaStream_t st) const {
+    const kbit_api::KbitArgs a = args_of(d);
+    kbit::KbitParams p{};
+    p.a = a.a; p.b_packed = a.b_packed; p.b_absmax = a.b_absmax; p.codebook = a.codebook; p.offsets = a.offsets;
+    p.c = a.c; p.M = a.M; p.N = a.N; p.K = a.K; p.E = 1;
+    p.layout = kbit::KbitLayout{a.N, a.K, a.n_pad, a.k_tiles, a.bits};
+    if (const char* err = kbit::kbit_rows_launch<Cfg>(p, kbit::rows_grid(p.N, sms, Cfg::kCtaRows), st)) {
+      std::fprintf(stderr, "%s: launch: %s\n", d.cs.name, err);
+      std::exit(1);
+    }
+  }
+};
+template <int kBits, int kGroups, int kGroupWarps, int kNT, int kStages>
+using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages>;
 
 #ifdef TC_TIMELINE
 // One flushed call with the marks on (mean of 5 calls): when the set-up and
@@ -526,6 +557,30 @@ int main(int argc, char** argv) {
   // Decode kernel (M <= 8): the rule's configuration, then variants (_wW
   // warps, _ntT 16-row tiles per warp, _sS ring stages, _aA activation rows
   // per stage; _v34: the rule's configuration before v35).
+  // The row-owning kernel (kbit_rows.cuh) against the decode kernel's 16-row slots.
+  run_case({"rows_70b_gateup_m16", 28672, 8192, 16, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});
+  run_case({"rows_70b_gateup_m16_s2", 28672, 8192, 16, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 2>>{});
+  run_case({"rows_70b_gateup_m16_n4", 28672, 8192, 16, D, 0}, RowsRunner<RowsV<4, 3, 4, 4, 2>>{});
+  run_case({"rows_70b_down_m16_n4", 8192, 28672, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 4, 2>>{});
+  run_case({"rows_8b_gateup_m16_n4", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 6, 2, 4, 2>>{});
+  run_case({"rows_70b_gateup_m12", 28672, 8192, 12, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});
+  run_case({"rows_70b_down_m16", 8192, 28672, 16, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 3>>{});
+  run_case({"rows_8b_gateup_m16", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 4, 4, 2, 3>>{});
+  run_case({"rows_8b_down_m16", 4096, 14336, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 3>>{});
+  run_case({"rows_8b_gateup_m16_g3", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 3>>{});
+  run_case({"rows_8b_down_m16_g15", 4096, 14336, 16, D, 0}, RowsRunner<RowsV<4, 15, 1, 2, 2>>{});
+  run_case({"rows_8b_down_m16_g8", 4096, 14336, 16, D, 0}, RowsRunner<RowsV<4, 8, 1, 2, 3>>{});
+  run_case({"rows_odd_m9", 5128, 2048, 9, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});
+  run_case({"rows_70b_gateup_m16_k2", 28672, 8192, 16, D, 0, 2}, RowsRunner<RowsV<2, 2, 7, 2, 3>>{});
+  run_case({"rows_70b_gateup_m16_k5", 28672, 8192, 16, D, 0, 5}, RowsRunner<RowsV<5, 2, 7, 2, 3>>{});
+#ifdef TC_ROWS_ONLY   // the row-owning kernel and the decode configurations beside it alone: a faster build
+  (void)T;
+  (void)W;
+  run_case({"dec16_70b_gateup_m16", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
+  run_case({"dec16_8b_gateup_m16_nt2", 14336, 4096, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
+  run_case({"dec16_70b_down_m16_h", 8192, 28672, 16, D, 0}, Runner<kbit::DecodeConfig<4, __half, 12, 4, 2, 16, 1>, D>{});
+  run_case({"dec16_8b_down_m16_nt2", 4096, 14336, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
+#else
   run_case({"dec_70b_gateup_m1", 28672, 8192, 1, D, 0}, Runner<Dec<4, 4, 1>, D>{});
   run_case({"dec_70b_gateup_m1_v34", 28672, 8192, 1, D, 0}, Runner<DecV<4, 16, 4, 3, 4>, D>{});
   run_case({"dec_70b_gateup_m1_a4", 28672, 8192, 1, D, 0}, Runner<DecV<4, 12, 4, 3, 4>, D>{});
@@ -756,5 +811,6 @@ int main(int argc, char** argv) {
   // (small layers for the sanitizers: the 128 KB table, tiles split between CTAs)
   run_case({"small_m64_k5", 1152, 2048, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
   run_case({"small_m128_k5", 768, 2048, 128, W, 1, 5}, Runner<WgK<5, 128, 1>, W>{});
+#endif  // TC_ROWS_ONLY
   return 0;
 }

@@ -60,7 +60,7 @@ def test_kbit_spec(spec):
 
 
 @requires_sm80
-@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma", "gemv"])
+@pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma", "gemv", "rows"])
 @pytest.mark.parametrize("spec", [s for s in KBIT_TESTS if s["m"] > 0], ids=_name)
 def test_kbit_each_kernel(spec, kernel, monkeypatch):
     """Every kernel at every test shape, whichever the shape rule picks: the
@@ -70,7 +70,8 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
     the shape rule picks (32 rows at these sizes) and with 64-row tiles, the
     wgmma tiled kernel for every M (sm90 family; elsewhere the shape rule), and
     the CUDA-core kernel wherever it applies (dense, M = 1; elsewhere the
-    shape rule)."""
+    shape rule), and the row-owning kernel wherever it serves (dense
+    M <= 16, sm90 family; elsewhere the shape rule)."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
     data, out = _run(spec)
     ok, msg = R.check_implementation(data, out)
@@ -78,7 +79,7 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
 
 
 @requires_sm80
-@pytest.mark.parametrize("kernel", ["decode", "decode64", "gemv"])
+@pytest.mark.parametrize("kernel", ["decode", "decode64", "gemv", "rows"])
 @pytest.mark.parametrize("experts,m,k", [(1, 1, 4128), (1, 3, 4128), (1, 4, 4160), (1, 6, 4160), (1, 11, 4128),
                                           (16, 1, 4160), (16, 20, 4160)])
 def test_kbit_decode_kernel_repeatable_and_graph(experts, m, k, kernel, monkeypatch):

@@ -1,0 +1,297 @@
+// kbit_rows.cuh — the row-owning kernel (sm90 family): dense kbit_gemm at
+// M = 9..16 on layers below 2^26 weights (launch.cuh rows_kernel_pays; any
+// M <= 16 under KBIT_KERNEL=rows). It takes away the two costs docs/results.md
+// v51 measured in the decode kernel's 16-row slots: each warp copying its own
+// activations, and tiles split between CTAs finished through the workspace.
+//
+// * Rows, not units. CTA c owns 16-row granules [c G / C, (c + 1) G / C) of
+//   the G = ceil(N / 16) granules for all of K: no tile spans CTAs, so nothing
+//   goes through the workspace. A warp tile reaching past the CTA's rows
+//   copies only the CTA's rows and zero-fills the rest.
+// * K-groups. The CTA's warps form kGroups groups of kGroupWarps warps. Warp j
+//   of a group owns rows 16 kNT j .. of the CTA's rows, group g the K-tiles
+//   [g T / kGroups, (g + 1) T / kGroups). A group's warps walk the same K-tiles
+//   together through one ring: each warp copies its own rows' plane words and
+//   scale bytes, the group's lanes the 16 activation rows, and one
+//   named barrier per K-tile (bar.sync 1 + g) makes the stage visible to the
+//   group and frees the slot the next copies go to. The activations cross
+//   from L2 once per group instead of once per warp tile.
+// * The end. Groups 1 .. kGroups - 1 leave their sums in shared memory; after
+//   a CTA barrier group 0 adds them in group order (the same bits on every
+//   run) and writes C.
+// The dequantization and MMAs per warp and K-tile are the decode kernel's
+// (kbit_decode.cuh: table, index words, dequant_block, 16-row slots).
+//
+// Measured (H100; docs/results.md v52): harness A/B against the decode
+// kernel's 16-row slots, Qwen3-Coder-Next M = 16 1.3-3.6 us faster per layer,
+// Llama-3-8B gate/up 0.5-1.0, down k = 2, 3, 5 0.3-1.4 (k = 4 0.3-0.9
+// slower); the 70B layers 8-10 us slower (32-row warp tiles: two
+// dequantization chains per warp, not four), which the rule leaves to the
+// decode kernel.
+//
+// tc_bench times it alone (the binary built here runs on the device):
+//   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I. -Iptx -Iscripts \
+//        -DTC_ROWS_ONLY -o build/tc_rows scripts/tc_bench.cu        (~20 s)
+//   build/tc_rows rows_ dec16_
+#pragma once
+
+#define KBIT_HAS_ROWS 1   // (launch.cuh: rows_kernel_pays, KBIT_KERNEL=rows)
+
+namespace kbit {
+
+template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_>
+struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0> {
+  using Base = DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0>;
+  static constexpr int kGroups = kGroups_;
+  static constexpr int kGroupWarps = kGroupWarps_;
+  static constexpr int kRingStages = kStages_;
+  static constexpr int kCtaRows = kGroupWarps * Base::BLOCK_N;   // rows a CTA can own
+  // One group stage: the plane words of the CTA's rows (warp j's at j kWarpW),
+  // their scale bytes, then the 16 activation rows (128 bytes each, chunk c of
+  // row r at c ^ (r % 8), as in the decode kernel's stages).
+  static constexpr int kWarpW = Base::BLOCK_N * 8 * kBits_;
+  static constexpr int kScaleOff = kGroupWarps * kWarpW;
+  static constexpr int kActOff = cdiv(kScaleOff + kCtaRows * 2, 128) * 128;
+  static constexpr int kGroupStage = kActOff + 16 * 128;
+  static constexpr int kRingOff = Base::kLutBytes;
+  static constexpr int kScalesOff = kRingOff + kGroups * kRingStages * kGroupStage;   // per warp: BLOCK_N float2
+  static constexpr int kPartOff = kScalesOff + kGroups * kGroupWarps * Base::BLOCK_N * 8;
+  static constexpr int kPartStride = kCtaRows + 4;   // words per activation row of a part (bank spread)
+  static constexpr int kSmemBytes = kPartOff + (kGroups - 1) * 16 * kPartStride * 4;
+  static_assert(kSmemBytes <= 227 * 1024, "must fit one SM");
+  static_assert(kRingStages >= 2, "the ring needs two stages");
+  static_assert(kGroups + 1 <= 16, "named barriers 1 .. kGroups");
+};
+
+struct RowsParams : KbitParams {
+  int granules;   // ceil(N / 16)
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsParams p) {
+  using T = typename Cfg::T;
+  constexpr int kLevels = 1 << Cfg::kBits;
+  __shared__ float cb_s[32];
+  extern __shared__ __align__(128) uint8_t rows_smem[];
+  uint8_t* lut = rows_smem;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int group = warp / Cfg::kGroupWarps, wj = warp - group * Cfg::kGroupWarps;
+  const int g = lane >> 2, t = lane & 3;
+
+  // ---- what this CTA, group and warp own -------------------------------------
+  const int gr0 = int((long long)blockIdx.x * p.granules / gridDim.x);
+  const int gr1 = int((long long)(blockIdx.x + 1) * p.granules / gridDim.x);
+  const int row_cta = gr0 * 16, row_end = min(gr1 * 16, p.N);   // this CTA's output rows
+  const int n0 = row_cta + wj * Cfg::BLOCK_N;                   // the warp's first row
+  const int k_tiles = p.layout.k_tiles;
+  const int kt_begin = group * k_tiles / Cfg::kGroups, kt_end = (group + 1) * k_tiles / Cfg::kGroups;
+  const int nk = kt_end - kt_begin;
+
+  float cb_v = 0.f;
+  if (tid < kLevels) cb_v = __ldg(p.codebook + tid);
+  bool offsets_ok = true;   // a dense call: offsets {0, M}, M <= 16 (checked before anything is written)
+  if (tid == 0) offsets_ok = __ldg(p.offsets) == 0 && __ldg(p.offsets + 1) == p.M && p.M <= 16;
+
+  // ---- copies ------------------------------------------------------------------
+  // Only this CTA's rows that exist in memory are copied: rows past n_pad do
+  // not exist, and the next CTA's rows (a warp tile can reach past this CTA's
+  // last granule) are not this CTA's to read. The rest of the stage is
+  // zero-filled.
+  const uint32_t ring0 = ptx::smem_u32(rows_smem + Cfg::kRingOff) + uint32_t(group * Cfg::kRingStages * Cfg::kGroupStage);
+  const int w_rows = max(0, min(Cfg::BLOCK_N, min(gr1 * 16, p.layout.n_pad) - n0));   // a multiple of 8
+  const int w_bytes = w_rows * 8 * Cfg::kBits;
+  const char* w_base = reinterpret_cast<const char*>(p.b_packed + p.layout.packed_row(0, kt_begin, min(n0, p.layout.n_pad - 8)));
+  const char* s_base = reinterpret_cast<const char*>(p.b_absmax + p.layout.absmax_row(0, kt_begin, min(n0, p.layout.n_pad - 8)));
+  const size_t w_step = size_t(p.layout.n_pad) * 8 * Cfg::kBits, s_step = size_t(p.layout.n_pad) * 2;
+  // The group's 128 activation chunks of a K-tile: chunk idx = i * group lanes
+  // + this lane's index in the group, row r = idx / 8, column chunk c = idx % 8
+  // (the same c for every i: the group's lanes are a multiple of 8).
+  constexpr int kGroupLanes = Cfg::kGroupWarps * 32;
+  constexpr int kAChunks = cdiv(128, kGroupLanes);
+  const int a_idx = wj * 32 + lane, a_c = a_idx & 7;
+  uint32_t a_ok = 0;   // bit i: chunk i is the group's and its row exists (< M)
+#pragma unroll
+  for (int i = 0; i < kAChunks; ++i) {
+    const int idx = i * kGroupLanes + a_idx;
+    a_ok |= uint32_t(idx < 128 && (idx >> 3) < p.M) << i;
+  }
+  const char* a_src = static_cast<const char*>(p.a) + (size_t((a_ok & 1u) ? a_idx >> 3 : 0) * p.K + size_t(kt_begin) * kTileK + a_c * 8) * 2;
+  const auto issue = [&](int it) {   // K-tile kt_begin + it into its slot
+    const uint32_t s = ring0 + uint32_t((it % Cfg::kRingStages) * Cfg::kGroupStage);
+    const char* w = w_base + size_t(it) * w_step;
+#pragma unroll
+    for (int i = 0; i < cdiv(Cfg::kWarpW / 16, 32); ++i) {
+      const int off = (i * 32 + lane) * 16;
+      if (Cfg::kWarpW % 512 == 0 || off < Cfg::kWarpW) {
+        const bool ok = off < w_bytes;
+        ptx::cp_async_cg16(s + wj * Cfg::kWarpW + off, w + (ok ? off : 0), ok ? 16u : 0u);
+      }
+    }
+    if (lane * 16 < Cfg::BLOCK_N * 2) {
+      const bool ok = lane * 16 < w_bytes / (4 * Cfg::kBits);
+      ptx::cp_async_cg16(s + Cfg::kScaleOff + wj * Cfg::BLOCK_N * 2 + lane * 16,
+                         s_base + size_t(it) * s_step + (ok ? lane * 16 : 0), ok ? 16u : 0u);
+    }
+    const bool col_in_k = a_c < 4 || (kt_begin + it + 1) * kTileK <= p.K;   // (K % 64 == 32: half a K-tile)
+#pragma unroll
+    for (int i = 0; i < kAChunks; ++i) {
+      const int idx = i * kGroupLanes + a_idx, r = idx >> 3;
+      if (kGroupLanes * kAChunks == 128 || idx < 128) {
+        const bool ok = (a_ok >> i & 1) && col_in_k;
+        ptx::cp_async_cg16(s + Cfg::kActOff + r * 128 + ((a_c ^ (r & 7)) << 4),
+                           a_src + (ok ? (size_t(i) * (kGroupLanes / 8) * p.K + size_t(it) * kTileK) * 2 : 0), ok ? 16u : 0u);
+      }
+    }
+  };
+#pragma unroll 1
+  for (int it = 0; it < Cfg::kRingStages - 1; ++it) {
+    if (it < nk) issue(it);
+    ptx::cp_async_commit();
+  }
+
+  // ---- the table ------------------------------------------------------------------
+  if (tid < kLevels) cb_s[tid] = cb_v;
+  __syncthreads();
+  float cb_max = 0.f;
+#pragma unroll
+  for (int i = 0; i < kLevels; ++i) cb_max = fmaxf(cb_max, fabsf(cb_s[i]));
+  if (!(cb_max > 0.f)) cb_max = 1.f;
+  build_decode_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
+  if (!__syncthreads_and(offsets_ok)) {
+    // Offsets that are not {0, M}: make it loud and touch nothing else.
+    ptx::cp_async_wait<0>();
+    T* c = static_cast<T*>(p.c);
+    const size_t total = size_t(p.M) * p.N;
+    for (size_t i = size_t(blockIdx.x) * Cfg::kThreads + tid; i < total; i += size_t(gridDim.x) * Cfg::kThreads)
+      c[i] = Elem<T>::from_float(__int_as_float(0x7fc00000));
+    return;
+  }
+
+  const IndexConsts<Cfg> ic(t);
+  const uint32_t lane_word = Cfg::kBits == 5 ? uint32_t(lane & 15) * 4 : uint32_t(lane) * (Cfg::kQuad ? 8 : 4);
+  const uint32_t lut_s = ptx::smem_u32(lut);
+  float* scales = reinterpret_cast<float*>(rows_smem + Cfg::kScalesOff) + warp * Cfg::BLOCK_N * 2;
+  const int act_row = lane & 7;
+  const uint32_t act_lane = uint32_t(act_row * 128 + (((lane >> 3) ^ act_row) << 4));
+
+  float acc[Cfg::kNT][Cfg::kAccRegs];
+  for_each_acc<Cfg>(acc, g, t, [](float& x, int, int) { x = 0.f; });
+
+  // ---- main loop: the group's K-tiles, together ---------------------------------
+  // Every warp computes all its kNT tiles: those past the CTA's rows hold
+  // zero-filled plane words and scale bytes (weight 0) and are not stored.
+  // (Skipping them warp-uniformly, in a second copy of the loop, was ~1 us
+  // slower at Llama-3-8B gate/up M = 16 on an H100, against the decode rule
+  // in the same tc_bench run.)
+#pragma unroll 1
+  for (int it = 0; it < nk; ++it) {
+    ptx::cp_async_wait<Cfg::kRingStages - 2>();   // this lane's copies of stage it
+    ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);   // the group's copies; stage it - 1 read by all
+    if (it + Cfg::kRingStages - 1 < nk) issue(it + Cfg::kRingStages - 1);
+    ptx::cp_async_commit();
+    const uint32_t slot = ring0 + uint32_t((it % Cfg::kRingStages) * Cfg::kGroupStage);
+    const uint8_t* stage = rows_smem + (slot - ptx::smem_u32(rows_smem));
+
+    uint32_t bf[2][4], bf_hi[2][4];
+#pragma unroll
+    for (int blk = 0; blk < 2; ++blk) {
+      ptx::ldmatrix_x4(bf[blk], slot + Cfg::kActOff + (act_lane ^ uint32_t(blk * 64)));
+      ptx::ldmatrix_x4(bf_hi[blk], slot + Cfg::kActOff + 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
+    }
+#pragma unroll
+    for (int r = lane; r < Cfg::BLOCK_N; r += kWarpSize) {
+      const uint32_t b = *reinterpret_cast<const uint16_t*>(stage + Cfg::kScaleOff + (wj * Cfg::BLOCK_N + r) * 2);
+      *reinterpret_cast<float2*>(scales + 2 * r) =
+          make_float2(e4m4_from_bits((b << 19) & 0x07F80000u), e4m4_from_bits((b << 11) & 0x07F80000u));
+    }
+    __syncwarp();
+    const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW);
+#pragma unroll
+    for (int nt = 0; nt < Cfg::kNT; ++nt) {
+      const int r = nt * 16 + g;
+      const float2 sa = *reinterpret_cast<const float2*>(scales + 2 * r);
+      const float2 sb = *reinterpret_cast<const float2*>(scales + 2 * (r + 8));
+#pragma unroll
+      for (int blk = 0; blk < 2; ++blk) {
+        uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
+        load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
+        load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
+        uint32_t frag[2][4];
+        dequant_block<Cfg>(frag, pa, pb, ic, lut_s, lane_word);
+        const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+        const float s_a = blk ? sa.y : sa.x, s_b = blk ? sb.y : sb.x;
+        float part[4];
+        ptx::mma_m16n8k16<T>(part, frag[0], bf[blk][0], bf[blk][1], zero);
+        ptx::mma_m16n8k16<T>(part, frag[1], bf[blk][2], bf[blk][3], part);
+        acc[nt][0] = fmaf(s_a, part[0], acc[nt][0]);
+        acc[nt][1] = fmaf(s_a, part[1], acc[nt][1]);
+        acc[nt][2] = fmaf(s_b, part[2], acc[nt][2]);
+        acc[nt][3] = fmaf(s_b, part[3], acc[nt][3]);
+        ptx::mma_m16n8k16<T>(part, frag[0], bf_hi[blk][0], bf_hi[blk][1], zero);
+        ptx::mma_m16n8k16<T>(part, frag[1], bf_hi[blk][2], bf_hi[blk][3], part);
+        acc[nt][4] = fmaf(s_a, part[0], acc[nt][4]);
+        acc[nt][5] = fmaf(s_a, part[1], acc[nt][5]);
+        acc[nt][6] = fmaf(s_b, part[2], acc[nt][6]);
+        acc[nt][7] = fmaf(s_b, part[3], acc[nt][7]);
+      }
+    }
+  }
+  ptx::cp_async_wait<0>();
+  // Every group passes its named barrier equally often (one more time where
+  // it had a K-tile fewer). The exchange below is ordered by the CTA barrier
+  // either way, but compute-sanitizer's racecheck reports it as a hazard
+  // wherever groups passed their barriers a different number of times
+  // (H100, CUDA 13.0: Llama-3-8B down, 224 K-tiles in 12 or 15 groups; not
+  // with 8 groups, nor with this loop).
+  for (int it = nk; it < cdiv(k_tiles, Cfg::kGroups); ++it) ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);
+
+  // ---- the groups' sums, in group order -------------------------------------------
+  float* parts = reinterpret_cast<float*>(rows_smem + Cfg::kPartOff);
+  const int wrow = wj * Cfg::BLOCK_N;   // the warp's first row among the CTA's
+  if (group > 0) {
+    float* mine = parts + (group - 1) * 16 * Cfg::kPartStride;
+    for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) { mine[m * Cfg::kPartStride + wrow + n] = x; });
+  }
+  __syncthreads();
+  if (group == 0) {
+    T* c = static_cast<T*>(p.c);
+    const float out_scale = cb_max;
+    for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+      float sum = x;
+#pragma unroll
+      for (int q = 0; q < Cfg::kGroups - 1; ++q) sum += parts[q * 16 * Cfg::kPartStride + m * Cfg::kPartStride + wrow + n];
+      const int row = n0 + n;
+      if (m < p.M && row < row_end) c[size_t(m) * p.N + row] = Elem<T>::from_float(sum * out_scale);
+    });
+  }
+}
+
+// Host: once per configuration, before launches (and outside graph capture).
+template <class Cfg>
+const char* kbit_rows_prepare() {
+  const cudaError_t err =
+      cudaFuncSetAttribute(kbit_rows_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes);
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+// Host: the grid for N rows on `sms` SMs (one CTA per SM, fewer where there
+// are fewer granules), or 0 where a CTA's share does not fit Cfg (kCtaRows).
+inline int rows_grid(int N, int sms, int cta_rows) {
+  const int granules = cdiv(N, 16), ctas = sms < granules ? sms : granules;
+  return cdiv(granules, ctas) * 16 <= cta_rows ? ctas : 0;
+}
+
+// Host: launches a planned call (kbit_rows_prepare done, grid from rows_grid).
+template <class Cfg>
+const char* kbit_rows_launch(const KbitParams& kp, int grid, void* stream) {
+  if (kp.E != 1 || kp.M > 16 || kp.M < 1 || grid < 1) return "kbit_rows: dense layers of M <= 16 only";
+  if (kp.layout.k_tiles < Cfg::kGroups) return "kbit_rows: fewer K-tiles than K-groups";
+  RowsParams p;
+  static_cast<KbitParams&>(p) = kp;
+  p.granules = cdiv(kp.N, 16);
+  kbit_rows_kernel<Cfg><<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
+  const cudaError_t err = cudaGetLastError();
+  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+}
+
+}  // namespace kbit

@@ -1,0 +1,108 @@
+"""The row-owning kernel's shape rule (ptx/launch.cuh: rows_kernel_pays,
+rows_config_for, rows_grid; ptx/kbit_rows.cuh: RowsConfig), run on the host:
+which dense shapes it takes, the configuration and grid it picks on a
+132-SM GPU, that every CTA's share of 16-row granules fits that
+configuration's rows, and that every configuration fits one H100 SM."""
+import subprocess
+
+import pytest
+from conftest import build_host_program
+
+PROGRAM = r"""
+#define KBIT_LAUNCH_NO_API
+#include "api.h"
+#include "sm90_wgmma.cuh"
+#include "kbit_gemm.cuh"
+#include "kbit_decode.cuh"
+#include "kbit_wgmma.cuh"
+#include "kbit_rows.cuh"
+#include "kbit_gemv.cuh"
+#include "launch.cuh"
+#include <cstdio>
+struct Describe {   // the configuration's shape and shared memory; launches nothing
+  template <class Cfg> const char* operator()() const {
+    std::printf(" %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages, Cfg::kSmemBytes);
+    return nullptr;
+  }
+};
+int main() {
+  int m, n, k, e, bits, forced;
+  while (std::scanf("%d %d %d %d %d %d", &m, &n, &k, &e, &bits, &forced) == 6) {
+    kbit_api::KbitArgs a{};
+    a.M = m; a.N = n; a.K = k; a.E = e; a.bits = bits;
+    a.k_tiles = (k + 63) / 64; a.n_pad = (n + 7) / 8 * 8;
+    int grid = 0, id = 0;
+    if (forced || kbit::rows_kernel_pays(a)) id = kbit::rows_config_for(a, 132, &grid);
+    std::printf("%d %d", id, grid);
+    if (id)
+      for (int b = 2; b <= 5; ++b)
+        if (const char* err = kbit::kbit_rows_dispatch(b, 0, id, Describe{})) std::printf(" error %s", err);
+    std::printf("\n");
+  }
+  return 0;
+}
+"""
+
+L70_GATEUP, L70_DOWN, L8_GATEUP, L8_DOWN = (28672, 8192), (8192, 28672), (14336, 4096), (4096, 14336)
+Q_GATEUP, Q_DOWN, Q_KV = (5120, 2048), (2048, 5120), (512, 2048)
+# (M, N, K, E, k, forced) -> (configuration id, grid); id 0: not the rows kernel.
+EXPECTED = {
+    (16, *L8_GATEUP, 1, 4, 0): (2, 132),   # 7 granules per CTA at most: 4 K-groups of 4 warps (128 rows)
+    (16, *L8_DOWN, 1, 4, 0): (4, 132),     # 2 granules: 12 K-groups of one warp (32 rows)
+    (9, *L8_DOWN, 1, 2, 0): (4, 132),
+    (16, *Q_GATEUP, 1, 4, 0): (3, 132),    # 3 granules: 6 K-groups of 2 warps (64 rows)
+    (12, *Q_DOWN, 1, 5, 0): (4, 128),      # 128 granules: one per CTA
+    (16, *Q_KV, 1, 4, 0): (4, 32),
+    (16, 4104, 2080, 1, 3, 0): (4, 132),   # N % 16 == 8, K % 64 == 32
+    (16, *L70_GATEUP, 1, 4, 0): (0, 0),    # 2^26 weights and more: the decode kernel
+    (16, *L70_DOWN, 1, 4, 0): (0, 0),
+    (8, *Q_GATEUP, 1, 4, 0): (0, 0),       # M <= 8: the decode kernel's 8-row stages
+    (17, *Q_GATEUP, 1, 4, 0): (0, 0),
+    (16, *Q_GATEUP, 4, 4, 0): (0, 0),      # grouped
+    (16, *L70_GATEUP, 1, 4, 1): (1, 132),  # KBIT_KERNEL=rows: 14 granules, 2 K-groups of 7 warps
+    (4, *L8_GATEUP, 1, 4, 1): (2, 132),    # (forced: any M <= 16)
+    (16, 64, 640, 1, 4, 1): (3, 4),        # 10 K-tiles: fewer than 12 K-groups, so 6 of 64 rows
+    (16, 64, 192, 1, 4, 1): (1, 4),        # 3 K-tiles: 2 K-groups
+    (16, 64, 64, 1, 4, 1): (0, 0),         # one K-tile: none
+}
+
+
+@pytest.fixture(scope="module")
+def rule_exe(tmp_path_factory):
+    return build_host_program(tmp_path_factory, "rows_rule", PROGRAM)
+
+
+def run(exe, shapes):
+    out = subprocess.run([str(exe)], input="".join(" ".join(map(str, s)) + "\n" for s in shapes),
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    assert not any("error" in line for line in out), out
+    return [tuple(int(x) for x in line.split()) for line in out[:len(shapes)]]
+
+
+def test_rows_rule_choices(rule_exe):
+    shapes = list(EXPECTED)
+    got = {s: r[:2] for s, r in zip(shapes, run(rule_exe, shapes))}
+    assert got == EXPECTED
+
+
+@pytest.mark.parametrize("m", [9, 16])
+def test_rows_every_cta_share_fits(rule_exe, m):
+    """Every CTA's granules [c G / C, (c + 1) G / C) fit the configuration's
+    rows, every granule has a CTA, and each configuration fits 227 KB."""
+    shapes = [(m, n, k, 1, 4, 0) for n in (16, 520, 2048, 4104, 5120, 9000, 14336, 16392)
+              for k in (2048, 4096, 5120, 14336)]
+    for (_, n, k, *_), r in zip(shapes, run(rule_exe, shapes)):
+        id_, grid = r[:2]
+        if n * k >= 1 << 26:
+            assert id_ == 0
+            continue
+        assert id_ in (1, 2, 3, 4) and grid >= 1, (n, k, r)
+        per_bits = [r[2 + 5 * i: 7 + 5 * i] for i in range(4)]
+        cta_rows = per_bits[0][2]
+        granules = -(-n // 16)
+        shares = [(c + 1) * granules // grid - c * granules // grid for c in range(grid)]
+        assert min(shares) >= 1 and sum(shares) == granules
+        assert max(shares) * 16 <= cta_rows, (n, k, shares, cta_rows)
+        for groups, warps, rows, stages, smem in per_bits:
+            assert rows == cta_rows and (k + 63) // 64 >= groups
+            assert smem <= 227 * 1024
