@@ -482,6 +482,69 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint
 }
 
 // ---------------------------------------------------------------------------
+// Stage: a warp's compute of one ring stage (the decode kernel and the
+// row-owning kernel, kbit_rows.cuh).
+// ---------------------------------------------------------------------------
+// The stage's scale bytes (two per row; the warp's BLOCK_N rows from row
+// row0 of `bytes`), decoded once per stage: row r's two blocks -> scales[2r],
+// [2r + 1].
+template <class Cfg>
+__device__ __forceinline__ void decode_stage_scales(float* scales, const uint8_t* bytes, int row0, int lane) {
+#pragma unroll
+  for (int r = lane; r < Cfg::BLOCK_N; r += kWarpSize) {
+    const uint32_t b = *reinterpret_cast<const uint16_t*>(bytes + (row0 + r) * 2);
+    *reinterpret_cast<float2*>(scales + 2 * r) =
+        make_float2(e4m4_from_bits((b << 19) & 0x07F80000u), e4m4_from_bits((b << 11) & 0x07F80000u));
+  }
+  __syncwarp();   // scales written
+}
+
+// The warp's kNT 16-row tiles of one K-tile: plane words at w_s (row r's two
+// blocks at 2r, 2r + 1, k words each), the decoded scales, the B fragments of
+// the K-tile (bf_hi: activation rows 8..15 of a 16-row slot, kMH = 2). Each
+// dequantized fragment feeds one n8 MMA pair per 8 activation rows; the
+// block's partial sums are scaled into acc in fp32.
+template <class Cfg>
+__device__ __forceinline__ void stage_mma(float (&acc)[Cfg::kNT][Cfg::kAccRegs], const uint32_t* w_s,
+                                          const float* scales, const uint32_t (&bf)[2][4],
+                                          const uint32_t (&bf_hi)[2][4], const IndexConsts<Cfg>& ic, uint32_t lut_s,
+                                          uint32_t lane_word, int g) {
+  using T = typename Cfg::T;
+#pragma unroll
+  for (int nt = 0; nt < Cfg::kNT; ++nt) {
+    const int r = nt * 16 + g;
+    const float2 sa = *reinterpret_cast<const float2*>(scales + 2 * r);
+    const float2 sb = *reinterpret_cast<const float2*>(scales + 2 * (r + 8));
+#pragma unroll
+    for (int blk = 0; blk < 2; ++blk) {
+      uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
+      load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
+      load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
+      uint32_t frag[2][4];
+      dequant_block<Cfg>(frag, pa, pb, ic, lut_s, lane_word);
+      const float zero[4] = {0.f, 0.f, 0.f, 0.f};
+      const float s_a = blk ? sa.y : sa.x, s_b = blk ? sb.y : sb.x;
+      float part[4];
+      ptx::mma_m16n8k16<T>(part, frag[0], bf[blk][0], bf[blk][1], zero);
+      ptx::mma_m16n8k16<T>(part, frag[1], bf[blk][2], bf[blk][3], part);
+      // (One activation row: columns 2t + 1 are never stored.)
+      acc[nt][0] = fmaf(s_a, part[0], acc[nt][0]);
+      if (Cfg::kActRows != 1) acc[nt][1] = fmaf(s_a, part[1], acc[nt][1]);
+      acc[nt][2] = fmaf(s_b, part[2], acc[nt][2]);
+      if (Cfg::kActRows != 1) acc[nt][3] = fmaf(s_b, part[3], acc[nt][3]);
+      if constexpr (Cfg::kMH == 2) {   // the same fragments, slot rows 8..15
+        ptx::mma_m16n8k16<T>(part, frag[0], bf_hi[blk][0], bf_hi[blk][1], zero);
+        ptx::mma_m16n8k16<T>(part, frag[1], bf_hi[blk][2], bf_hi[blk][3], part);
+        acc[nt][4] = fmaf(s_a, part[0], acc[nt][4]);
+        acc[nt][5] = fmaf(s_a, part[1], acc[nt][5]);
+        acc[nt][6] = fmaf(s_b, part[2], acc[nt][6]);
+        acc[nt][7] = fmaf(s_b, part[3], acc[nt][7]);
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
 // Stage: the per-warp producer. The cursor walks the warp's units; the ring
 // (below) moves a unit's plane words and scale bytes into a stage.
 // ---------------------------------------------------------------------------
@@ -1631,48 +1694,9 @@ kbit_decode_kernel(const DecodeParams p) {
       }
     }
 
-    // Scales of the stage, decoded once: row r's two blocks -> scales[2r], [2r + 1].
-#pragma unroll
-    for (int r = lane; r < Cfg::BLOCK_N; r += kWarpSize) {
-      const uint32_t b = *reinterpret_cast<const uint16_t*>(stage + Cfg::kWBytes + 2 * r);
-      *reinterpret_cast<float2*>(scales + 2 * r) =
-          make_float2(e4m4_from_bits((b << 19) & 0x07F80000u), e4m4_from_bits((b << 11) & 0x07F80000u));
-    }
-    __syncwarp();   // scales written
-
-    const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage);
-#pragma unroll
-    for (int nt = 0; nt < ((KBIT_DECODE_PROBE & 1) ? 0 : Cfg::kNT); ++nt) {
-      const int r = nt * 16 + g;
-      const float2 sa = *reinterpret_cast<const float2*>(scales + 2 * r);
-      const float2 sb = *reinterpret_cast<const float2*>(scales + 2 * (r + 8));
-#pragma unroll
-      for (int blk = 0; blk < 2; ++blk) {
-        uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
-        load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
-        load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
-        uint32_t frag[2][4];
-        dequant_block<Cfg>(frag, pa, pb, ic, lut_s, lane_word);
-        const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-        const float s_a = blk ? sa.y : sa.x, s_b = blk ? sb.y : sb.x;
-        float part[4];
-        ptx::mma_m16n8k16<T>(part, frag[0], bf[blk][0], bf[blk][1], zero);
-        ptx::mma_m16n8k16<T>(part, frag[1], bf[blk][2], bf[blk][3], part);
-        // (One activation row: columns 2t + 1 are never stored.)
-        acc[nt][0] = fmaf(s_a, part[0], acc[nt][0]);
-        if (Cfg::kActRows != 1) acc[nt][1] = fmaf(s_a, part[1], acc[nt][1]);
-        acc[nt][2] = fmaf(s_b, part[2], acc[nt][2]);
-        if (Cfg::kActRows != 1) acc[nt][3] = fmaf(s_b, part[3], acc[nt][3]);
-        if constexpr (Cfg::kMH == 2) {   // the same fragments, slot rows 8..15
-          ptx::mma_m16n8k16<T>(part, frag[0], bf_hi[blk][0], bf_hi[blk][1], zero);
-          ptx::mma_m16n8k16<T>(part, frag[1], bf_hi[blk][2], bf_hi[blk][3], part);
-          acc[nt][4] = fmaf(s_a, part[0], acc[nt][4]);
-          acc[nt][5] = fmaf(s_a, part[1], acc[nt][5]);
-          acc[nt][6] = fmaf(s_b, part[2], acc[nt][6]);
-          acc[nt][7] = fmaf(s_b, part[3], acc[nt][7]);
-        }
-      }
-    }
+    decode_stage_scales<Cfg>(scales, stage + Cfg::kWBytes, 0, lane);
+    if constexpr (!(KBIT_DECODE_PROBE & 1))
+      stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage), scales, bf, bf_hi, ic, lut_s, lane_word, g);
 
     slot_s = slot_s + Cfg::kStageBytes == ring_end ? ring_s : slot_s + Cfg::kStageBytes;
     if (++kt < k_tiles && left > 1) continue;

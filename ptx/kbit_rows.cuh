@@ -198,43 +198,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
       ptx::ldmatrix_x4(bf[blk], slot + Cfg::kActOff + (act_lane ^ uint32_t(blk * 64)));
       ptx::ldmatrix_x4(bf_hi[blk], slot + Cfg::kActOff + 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
     }
-#pragma unroll
-    for (int r = lane; r < Cfg::BLOCK_N; r += kWarpSize) {
-      const uint32_t b = *reinterpret_cast<const uint16_t*>(stage + Cfg::kScaleOff + (wj * Cfg::BLOCK_N + r) * 2);
-      *reinterpret_cast<float2*>(scales + 2 * r) =
-          make_float2(e4m4_from_bits((b << 19) & 0x07F80000u), e4m4_from_bits((b << 11) & 0x07F80000u));
-    }
-    __syncwarp();
-    const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW);
-#pragma unroll
-    for (int nt = 0; nt < Cfg::kNT; ++nt) {
-      const int r = nt * 16 + g;
-      const float2 sa = *reinterpret_cast<const float2*>(scales + 2 * r);
-      const float2 sb = *reinterpret_cast<const float2*>(scales + 2 * (r + 8));
-#pragma unroll
-      for (int blk = 0; blk < 2; ++blk) {
-        uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
-        load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
-        load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
-        uint32_t frag[2][4];
-        dequant_block<Cfg>(frag, pa, pb, ic, lut_s, lane_word);
-        const float zero[4] = {0.f, 0.f, 0.f, 0.f};
-        const float s_a = blk ? sa.y : sa.x, s_b = blk ? sb.y : sb.x;
-        float part[4];
-        ptx::mma_m16n8k16<T>(part, frag[0], bf[blk][0], bf[blk][1], zero);
-        ptx::mma_m16n8k16<T>(part, frag[1], bf[blk][2], bf[blk][3], part);
-        acc[nt][0] = fmaf(s_a, part[0], acc[nt][0]);
-        acc[nt][1] = fmaf(s_a, part[1], acc[nt][1]);
-        acc[nt][2] = fmaf(s_b, part[2], acc[nt][2]);
-        acc[nt][3] = fmaf(s_b, part[3], acc[nt][3]);
-        ptx::mma_m16n8k16<T>(part, frag[0], bf_hi[blk][0], bf_hi[blk][1], zero);
-        ptx::mma_m16n8k16<T>(part, frag[1], bf_hi[blk][2], bf_hi[blk][3], part);
-        acc[nt][4] = fmaf(s_a, part[0], acc[nt][4]);
-        acc[nt][5] = fmaf(s_a, part[1], acc[nt][5]);
-        acc[nt][6] = fmaf(s_b, part[2], acc[nt][6]);
-        acc[nt][7] = fmaf(s_b, part[3], acc[nt][7]);
-      }
-    }
+    decode_stage_scales<Cfg>(scales, stage + Cfg::kScaleOff, wj * Cfg::BLOCK_N, lane);
+    stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), scales, bf, bf_hi, ic, lut_s,
+                   lane_word, g);
   }
   ptx::cp_async_wait<0>();
   // Every group passes its named barrier equally often (one more time where
