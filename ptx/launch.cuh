@@ -1101,18 +1101,24 @@ struct RunFn {
 #endif
 #if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
 // ---- the row-owning kernel (kbit_rows.cuh) ----
-// Its configurations (RowsConfig<k, T, groups, warps per group, 2, 3>) by the
-// rows a CTA owns on this GPU: 1 up to 224 rows (2 K-groups of 7 warps of 32
-// rows), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2), 4 up to 32 (12 x 1), the
-// most K-groups the K-tiles allow; 0 where none serves the shape (grouped,
-// M > 16, more than 224 rows per CTA, a single K-tile).
+// Its configurations, one table for the plan and the dispatch: configuration
+// id (1..4) = RowsConfig<k, T, groups, warps per group, 2, 3>, 32-row warp
+// tiles, by the rows a CTA owns on this GPU: 1 up to 224 rows (2 K-groups of
+// 7 warps), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2), 4 up to 32 (12 x 1).
+// rows_config_for picks the most K-groups the K-tiles allow; 0 where none
+// serves the shape (grouped, M > 16, more than 224 rows per CTA, a single
+// K-tile).
+struct RowsShape {
+  int groups, warps;
+};
+constexpr int kRowsNT = 2;   // 16-row tiles per warp
+constexpr RowsShape kRowsShapes[5] = {{0, 0}, {2, 7}, {4, 4}, {6, 2}, {12, 1}};
 inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
-  constexpr int kRows[5] = {0, 224, 128, 64, 32}, kGroups[5] = {0, 2, 4, 6, 12};
   *grid = 0;
   if (a.E != 1 || a.M > 16) return 0;
   for (int id = 4; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
-    *grid = rows_grid(a.N, sms, kRows[id]);
-    if (*grid > 0 && a.k_tiles >= kGroups[id]) return id;
+    *grid = rows_grid(a.N, sms, kRowsShapes[id].warps * 16 * kRowsNT);
+    if (*grid > 0 && a.k_tiles >= kRowsShapes[id].groups) return id;
   }
   *grid = 0;
   return 0;
@@ -1132,16 +1138,19 @@ inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
 }
 template <class F>
 const char* kbit_rows_dispatch(int bits, int bf16, int id, const F& f) {
-#define KBIT_ROWS_(BITS, G, W)                                                       \
-  return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, G, W, 2, 3>>() \
-              : f.template operator()<RowsConfig<BITS, __half, G, W, 2, 3>>();
-#define KBIT_ROWS_ID_(BITS)      \
-  switch (id) {                  \
-    case 1: KBIT_ROWS_(BITS, 2, 7)  \
-    case 2: KBIT_ROWS_(BITS, 4, 4)  \
-    case 3: KBIT_ROWS_(BITS, 6, 2)  \
-    case 4: KBIT_ROWS_(BITS, 12, 1) \
-  }                              \
+#define KBIT_ROWS_(BITS, ID)                                                                                \
+  case ID:                                                                                                  \
+    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, kRowsShapes[ID].groups,             \
+                                                   kRowsShapes[ID].warps, kRowsNT, 3>>()                     \
+                : f.template operator()<RowsConfig<BITS, __half, kRowsShapes[ID].groups, kRowsShapes[ID].warps, \
+                                                   kRowsNT, 3>>();
+#define KBIT_ROWS_ID_(BITS) \
+  switch (id) {             \
+    KBIT_ROWS_(BITS, 1)     \
+    KBIT_ROWS_(BITS, 2)     \
+    KBIT_ROWS_(BITS, 3)     \
+    KBIT_ROWS_(BITS, 4)     \
+  }                         \
   break;
   switch (bits) {
     case 2: KBIT_ROWS_ID_(2)
