@@ -39,25 +39,41 @@
 
 namespace kbit {
 
-template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_>
+template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_, int kRows_ = 16>
 struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0> {
   using Base = DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0>;
+  // Activation rows per stage: 16 (M <= 16), or 32 (M = 17..32: each
+  // dequantized fragment feeds four n8 MMA pairs instead of two). The table,
+  // index words and lane constants are the 16-row slot's (Base); the slot's
+  // shape and accumulators are these.
+  static constexpr int kRows = kRows_;
+  static constexpr int BLOCK_M = kRows;
+  static constexpr int kMH = kRows / 8;       // n8 parts of the slot
+  static constexpr int kAccRegs = 4 * kMH;    // accumulators per 16-row tile and thread
   static constexpr int kGroups = kGroups_;
   static constexpr int kGroupWarps = kGroupWarps_;
   static constexpr int kRingStages = kStages_;
   static constexpr int kCtaRows = kGroupWarps * Base::BLOCK_N;   // rows a CTA can own
   // One group stage: the plane words of the CTA's rows (warp j's at j kWarpW),
-  // their scale bytes, then the 16 activation rows (128 bytes each, chunk c of
-  // row r at c ^ (r % 8), as in the decode kernel's stages).
+  // their scale bytes, then the kRows activation rows (128 bytes each, chunk c
+  // of row r at c ^ (r % 8), as in the decode kernel's stages).
   static constexpr int kWarpW = Base::BLOCK_N * 8 * kBits_;
   static constexpr int kScaleOff = kGroupWarps * kWarpW;
   static constexpr int kActOff = cdiv(kScaleOff + kCtaRows * 2, 128) * 128;
-  static constexpr int kGroupStage = kActOff + 16 * 128;
+  static constexpr int kGroupStage = kActOff + kRows * 128;
   static constexpr int kRingOff = Base::kLutBytes;
-  static constexpr int kScalesOff = kRingOff + kGroups * kRingStages * kGroupStage;   // per warp: BLOCK_N float2
-  static constexpr int kPartOff = kScalesOff + kGroups * kGroupWarps * Base::BLOCK_N * 8;
+  static constexpr int kRingBytes = kGroups * kRingStages * kGroupStage;
+  static constexpr int kScalesOff = kRingOff + kRingBytes;   // per warp: BLOCK_N float2
   static constexpr int kPartStride = kCtaRows + 4;   // words per activation row of a part (bank spread)
-  static constexpr int kSmemBytes = kPartOff + (kGroups - 1) * 16 * kPartStride * 4;
+  static constexpr int kPartBytes = (kGroups - 1) * kRows * kPartStride * 4;
+  // The groups' parts after the scales, or where the rings were (once every
+  // group is past its loop: one CTA barrier more) where that does not fit.
+  static constexpr int kAfterScales = kScalesOff + kGroups * kGroupWarps * Base::BLOCK_N * 8;
+  static constexpr bool kPartsOnRing = kAfterScales + kPartBytes > 227 * 1024;
+  static constexpr int kPartOff = kPartsOnRing ? kRingOff : kAfterScales;
+  static constexpr int kSmemBytes = kPartsOnRing ? kAfterScales : kAfterScales + kPartBytes;
+  static_assert(kRows == 16 || kRows == 32, "16 or 32 activation rows per stage");
+  static_assert(!kPartsOnRing || kPartBytes <= kRingBytes, "the parts must fit where the rings were");
   static_assert(kSmemBytes <= 227 * 1024, "must fit one SM");
   static_assert(kRingStages >= 2, "the ring needs two stages");
   static_assert(kGroups + 1 <= 16, "named barriers 1 .. kGroups");
@@ -89,8 +105,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
 
   float cb_v = 0.f;
   if (tid < kLevels) cb_v = __ldg(p.codebook + tid);
-  bool offsets_ok = true;   // a dense call: offsets {0, M}, M <= 16 (checked before anything is written)
-  if (tid == 0) offsets_ok = __ldg(p.offsets) == 0 && __ldg(p.offsets + 1) == p.M && p.M <= 16;
+  bool offsets_ok = true;   // a dense call: offsets {0, M}, M <= kRows (checked before anything is written)
+  if (tid == 0) offsets_ok = __ldg(p.offsets) == 0 && __ldg(p.offsets + 1) == p.M && p.M <= Cfg::kRows;
 
   // ---- copies ------------------------------------------------------------------
   // Only this CTA's rows that exist in memory are copied: rows past n_pad do
@@ -103,17 +119,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   const char* w_base = reinterpret_cast<const char*>(p.b_packed + p.layout.packed_row(0, kt_begin, min(n0, p.layout.n_pad - 8)));
   const char* s_base = reinterpret_cast<const char*>(p.b_absmax + p.layout.absmax_row(0, kt_begin, min(n0, p.layout.n_pad - 8)));
   const size_t w_step = size_t(p.layout.n_pad) * 8 * Cfg::kBits, s_step = size_t(p.layout.n_pad) * 2;
-  // The group's 128 activation chunks of a K-tile: chunk idx = i * group lanes
+  // The group's 8 kRows activation chunks of a K-tile: chunk idx = i * group lanes
   // + this lane's index in the group, row r = idx / 8, column chunk c = idx % 8
   // (the same c for every i: the group's lanes are a multiple of 8).
   constexpr int kGroupLanes = Cfg::kGroupWarps * 32;
-  constexpr int kAChunks = cdiv(128, kGroupLanes);
+  constexpr int kAChunkCount = Cfg::kRows * 8;
+  constexpr int kAChunks = cdiv(kAChunkCount, kGroupLanes);
   const int a_idx = wj * 32 + lane, a_c = a_idx & 7;
   uint32_t a_ok = 0;   // bit i: chunk i is the group's and its row exists (< M)
 #pragma unroll
   for (int i = 0; i < kAChunks; ++i) {
     const int idx = i * kGroupLanes + a_idx;
-    a_ok |= uint32_t(idx < 128 && (idx >> 3) < p.M) << i;
+    a_ok |= uint32_t(idx < kAChunkCount && (idx >> 3) < p.M) << i;
   }
   const char* a_src = static_cast<const char*>(p.a) + (size_t((a_ok & 1u) ? a_idx >> 3 : 0) * p.K + size_t(kt_begin) * kTileK + a_c * 8) * 2;
   const auto issue = [&](int it) {   // K-tile kt_begin + it into its slot
@@ -136,7 +153,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
 #pragma unroll
     for (int i = 0; i < kAChunks; ++i) {
       const int idx = i * kGroupLanes + a_idx, r = idx >> 3;
-      if (kGroupLanes * kAChunks == 128 || idx < 128) {
+      if (kGroupLanes * kAChunks == kAChunkCount || idx < kAChunkCount) {
         const bool ok = (a_ok >> i & 1) && col_in_k;
         ptx::cp_async_cg16(s + Cfg::kActOff + r * 128 + ((a_c ^ (r & 7)) << 4),
                            a_src + (ok ? (size_t(i) * (kGroupLanes / 8) * p.K + size_t(it) * kTileK) * 2 : 0), ok ? 16u : 0u);
@@ -192,15 +209,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
     const uint32_t slot = ring0 + uint32_t((it % Cfg::kRingStages) * Cfg::kGroupStage);
     const uint8_t* stage = rows_smem + (slot - ptx::smem_u32(rows_smem));
 
-    uint32_t bf[2][4], bf_hi[2][4];
+    uint32_t bf[Cfg::kMH][2][4];   // per 8 activation rows (rows 8h .. 8h + 7 lie 1024 h bytes further)
 #pragma unroll
-    for (int blk = 0; blk < 2; ++blk) {
-      ptx::ldmatrix_x4(bf[blk], slot + Cfg::kActOff + (act_lane ^ uint32_t(blk * 64)));
-      ptx::ldmatrix_x4(bf_hi[blk], slot + Cfg::kActOff + 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
-    }
+    for (int blk = 0; blk < 2; ++blk)
+#pragma unroll
+      for (int h = 0; h < Cfg::kMH; ++h)
+        ptx::ldmatrix_x4(bf[h][blk], slot + Cfg::kActOff + h * 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
     decode_stage_scales<Cfg>(scales, stage + Cfg::kScaleOff, wj * Cfg::BLOCK_N, lane);
-    stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), scales, bf, bf_hi, ic, lut_s,
-                   lane_word, g);
+    stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), scales, bf, ic, lut_s, lane_word, g);
   }
   ptx::cp_async_wait<0>();
   // Every group passes its named barrier equally often (one more time where
@@ -214,8 +230,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   // ---- the groups' sums, in group order -------------------------------------------
   float* parts = reinterpret_cast<float*>(rows_smem + Cfg::kPartOff);
   const int wrow = wj * Cfg::BLOCK_N;   // the warp's first row among the CTA's
+  if constexpr (Cfg::kPartsOnRing) __syncthreads();   // every group's last stage read
   if (group > 0) {
-    float* mine = parts + (group - 1) * 16 * Cfg::kPartStride;
+    float* mine = parts + (group - 1) * Cfg::kRows * Cfg::kPartStride;
     for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) { mine[m * Cfg::kPartStride + wrow + n] = x; });
   }
   __syncthreads();
@@ -225,7 +242,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
     for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
       float sum = x;
 #pragma unroll
-      for (int q = 0; q < Cfg::kGroups - 1; ++q) sum += parts[q * 16 * Cfg::kPartStride + m * Cfg::kPartStride + wrow + n];
+      for (int q = 0; q < Cfg::kGroups - 1; ++q) sum += parts[(q * Cfg::kRows + m) * Cfg::kPartStride + wrow + n];
       const int row = n0 + n;
       if (m < p.M && row < row_end) c[size_t(m) * p.N + row] = Elem<T>::from_float(sum * out_scale);
     });
@@ -250,7 +267,7 @@ inline int rows_grid(int N, int sms, int cta_rows) {
 // Host: launches a planned call (kbit_rows_prepare done, grid from rows_grid).
 template <class Cfg>
 const char* kbit_rows_launch(const KbitParams& kp, int grid, void* stream) {
-  if (kp.E != 1 || kp.M > 16 || kp.M < 1 || grid < 1) return "kbit_rows: dense layers of M <= 16 only";
+  if (kp.E != 1 || kp.M > Cfg::kRows || kp.M < 1 || grid < 1) return "kbit_rows: dense layers of M <= 32 only (16 for this configuration)";
   if (kp.layout.k_tiles < Cfg::kGroups) return "kbit_rows: fewer K-tiles than K-groups";
   RowsParams p;
   static_cast<KbitParams&>(p) = kp;

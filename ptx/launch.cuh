@@ -1101,18 +1101,30 @@ struct RunFn {
 #endif
 #if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
 // ---- the row-owning kernel (kbit_rows.cuh) ----
-// Its configurations (RowsConfig<k, T, groups, warps per group, 2, 3>) by the
-// rows a CTA owns on this GPU: 1 up to 224 rows (2 K-groups of 7 warps of 32
-// rows), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2), 4 up to 32 (12 x 1), the
-// most K-groups the K-tiles allow; 0 where none serves the shape (grouped,
-// M > 16, more than 224 rows per CTA, a single K-tile).
+// Its configurations (RowsConfig<k, T, groups, warps per group, 2, stages,
+// activation rows>) by the rows a CTA owns on this GPU, the most K-groups the
+// K-tiles allow; 0 where none serves the shape (grouped, M > 32, more rows
+// per CTA than a configuration has, a single K-tile).
+// * M <= 16: 16 activation rows per stage, 3 stages: 1 up to 224 rows (2
+//   K-groups of 7 warps of 32 rows), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2),
+//   4 up to 32 (12 x 1).
+// * M = 17..32 (KBIT_KERNEL=rows only; not measured yet): 32 rows per stage,
+//   2 stages, at most 12 warps (with 14 or 16, 32 accumulators and 32 B
+//   fragment registers per thread spill): 2 up to 128 rows (3 x 4), 3 up to
+//   64 (6 x 2), 4 up to 32 (12 x 1; 8 x 1 at k = 5, which spills with 12).
+//   No 224-row configuration.
+constexpr int rows_cta_rows(int id) { return id == 1 ? 224 : id == 2 ? 128 : id == 3 ? 64 : id == 4 ? 32 : 0; }
+constexpr int rows_groups(int id, int m, int bits) {
+  return m <= 16 ? (id == 1 ? 2 : id == 2 ? 4 : id == 3 ? 6 : 12)
+                 : (id == 1 ? 0 : id == 2 ? 3 : id == 3 ? 6 : bits == 5 ? 8 : 12);
+}
 inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
-  constexpr int kRows[5] = {0, 224, 128, 64, 32}, kGroups[5] = {0, 2, 4, 6, 12};
   *grid = 0;
-  if (a.E != 1 || a.M > 16) return 0;
+  if (a.E != 1 || a.M > 32) return 0;
   for (int id = 4; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
-    *grid = rows_grid(a.N, sms, kRows[id]);
-    if (*grid > 0 && a.k_tiles >= kGroups[id]) return id;
+    const int groups = rows_groups(id, a.M, a.bits);
+    *grid = rows_grid(a.N, sms, rows_cta_rows(id));
+    if (*grid > 0 && groups > 0 && a.k_tiles >= groups) return id;
   }
   *grid = 0;
   return 0;
@@ -1131,17 +1143,25 @@ inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
   return a.E == 1 && a.M > 8 && a.M <= 16 && (long long)a.N * a.K < (1ll << 26);
 }
 template <class F>
-const char* kbit_rows_dispatch(int bits, int bf16, int id, const F& f) {
-#define KBIT_ROWS_(BITS, G, W)                                                       \
-  return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, G, W, 2, 3>>() \
-              : f.template operator()<RowsConfig<BITS, __half, G, W, 2, 3>>();
-#define KBIT_ROWS_ID_(BITS)      \
-  switch (id) {                  \
-    case 1: KBIT_ROWS_(BITS, 2, 7)  \
-    case 2: KBIT_ROWS_(BITS, 4, 4)  \
-    case 3: KBIT_ROWS_(BITS, 6, 2)  \
-    case 4: KBIT_ROWS_(BITS, 12, 1) \
-  }                              \
+const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
+#define KBIT_ROWS_(BITS, G, W, S, R)                                                     \
+  return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, G, W, 2, S, R>>() \
+              : f.template operator()<RowsConfig<BITS, __half, G, W, 2, S, R>>();
+#define KBIT_ROWS_ID_(BITS)                                      \
+  if (m <= 16) {                                                 \
+    switch (id) {                                                \
+      case 1: KBIT_ROWS_(BITS, 2, 7, 3, 16)                      \
+      case 2: KBIT_ROWS_(BITS, 4, 4, 3, 16)                      \
+      case 3: KBIT_ROWS_(BITS, 6, 2, 3, 16)                      \
+      case 4: KBIT_ROWS_(BITS, 12, 1, 3, 16)                     \
+    }                                                            \
+  } else {                                                       \
+    switch (id) {                                                \
+      case 2: KBIT_ROWS_(BITS, 3, 4, 2, 32)                      \
+      case 3: KBIT_ROWS_(BITS, 6, 2, 2, 32)                      \
+      case 4: KBIT_ROWS_(BITS, rows_groups(4, 32, BITS), 1, 2, 32) \
+    }                                                            \
+  }                                                              \
   break;
   switch (bits) {
     case 2: KBIT_ROWS_ID_(2)
@@ -1194,11 +1214,11 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.kernel == 6 || (a.kernel == 0 && kbit::rows_kernel_pays(a))) {
     int grid = 0;
     if (const int id = kbit::rows_config_for(a, kbit::sm_count(device), &grid)) {
-      if (const char* err = kbit::kbit_rows_dispatch(a.bits, a.bf16, id, kbit::RowsPlanFn{device})) return err;
+      if (const char* err = kbit::kbit_rows_dispatch(a.bits, a.bf16, id, a.M, kbit::RowsPlanFn{device})) return err;
       plan->rows = id;
       plan->grid = grid;
       plan->workspace_floats = plan->counters = 0;
-      plan->block_m = 16;
+      plan->block_m = a.M > 16 ? 32 : 16;
       plan->block_n = 0;
       return nullptr;
     }
@@ -1260,7 +1280,7 @@ const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, in
     return kbit::kbit_gemv_dispatch(a.bits, a.bf16, kbit::GemvRunFn{a, plan, st});
 #if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
   if (plan.rows)
-    return kbit::kbit_rows_dispatch(a.bits, a.bf16, plan.rows,
+    return kbit::kbit_rows_dispatch(a.bits, a.bf16, plan.rows, a.M,
                                     kbit::RowsRunFn{kbit::kbit_params(a, plan, ws, counters), plan.grid, stream});
 #endif
 #if KBIT_HAS_WGMMA

@@ -36,7 +36,7 @@ int main() {
     std::printf("%d %d", id, grid);
     if (id)
       for (int b = 2; b <= 5; ++b)
-        if (const char* err = kbit::kbit_rows_dispatch(b, 0, id, Describe{})) std::printf(" error %s", err);
+        if (const char* err = kbit::kbit_rows_dispatch(b, 0, id, m, Describe{})) std::printf(" error %s", err);
     std::printf("\n");
   }
   return 0;
@@ -64,6 +64,12 @@ EXPECTED = {
     (16, 64, 640, 1, 4, 1): (3, 4),        # 10 K-tiles: fewer than 12 K-groups, so 6 of 64 rows
     (16, 64, 192, 1, 4, 1): (1, 4),        # 3 K-tiles: 2 K-groups
     (16, 64, 64, 1, 4, 1): (0, 0),         # one K-tile: none
+    (32, *L8_DOWN, 1, 4, 1): (4, 132),     # M = 17..32 (forced only): the same configurations, 32 rows per stage
+    (17, *Q_GATEUP, 1, 4, 1): (3, 132),
+    (32, *L8_GATEUP, 1, 4, 1): (2, 132),   # (3 K-groups of 4 warps at 32 rows)
+    (32, *L70_GATEUP, 1, 4, 1): (0, 0),    # no 224-row configuration at 32 rows
+    (32, *L8_DOWN, 1, 4, 0): (0, 0),       # (not in the rule)
+    (33, *L8_DOWN, 1, 4, 1): (0, 0),
 }
 
 
@@ -85,15 +91,15 @@ def test_rows_rule_choices(rule_exe):
     assert got == EXPECTED
 
 
-@pytest.mark.parametrize("m", [9, 16])
+@pytest.mark.parametrize("m", [9, 16, 32])
 def test_rows_every_cta_share_fits(rule_exe, m):
     """Every CTA's granules [c G / C, (c + 1) G / C) fit the configuration's
     rows, every granule has a CTA, and each configuration fits 227 KB."""
-    shapes = [(m, n, k, 1, 4, 0) for n in (16, 520, 2048, 4104, 5120, 9000, 14336, 16392)
+    shapes = [(m, n, k, 1, 4, int(m > 16)) for n in (16, 520, 2048, 4104, 5120, 9000, 14336, 16392)
               for k in (2048, 4096, 5120, 14336)]
     for (_, n, k, *_), r in zip(shapes, run(rule_exe, shapes)):
         id_, grid = r[:2]
-        if n * k >= 1 << 26:
+        if n * k >= 1 << 26 and m <= 16:
             assert id_ == 0
             continue
         assert id_ in (1, 2, 3, 4) and grid >= 1, (n, k, r)
