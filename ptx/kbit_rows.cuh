@@ -29,6 +29,16 @@
 // dequantization chains per warp, not four), which the rule leaves to the
 // decode kernel.
 //
+// Branch rows32-wip: 32 activation rows per stage for M = 17..32
+// (KBIT_KERNEL=rows only; RowsConfig kRows = 32: each dequantized fragment
+// feeds four n8 MMA pairs). Compiled (12-warp configurations, 164-168
+// registers, no spills; 14 and 16 warps spill), not run. Next device call:
+//   1. tc_rows rows32_ 8b_ qwen3_ 70b_down_m32     (against the wgmma rule)
+//   2. pytest tests/test_gpu_kernels.py -k rows     (forced rows at M <= 32)
+//   3. if it wins: a harness A/B at M = 17..32 and a rule bound.
+// On this branch the 16-row configurations' PTX differs from main's only in
+// address arithmetic (compared here, registers and labels normalized).
+//
 // tc_bench times it alone (the binary built here runs on the device):
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I. -Iptx -Iscripts \
 //        -DTC_ROWS_ONLY -o build/tc_rows scripts/tc_bench.cu        (~20 s)
