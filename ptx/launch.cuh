@@ -1111,12 +1111,13 @@ struct RunFn {
 // * M = 17..32 (KBIT_KERNEL=rows only; not measured yet): 32 rows per stage,
 //   2 stages, at most 12 warps (with 14 or 16, 32 accumulators and 32 B
 //   fragment registers per thread spill): 2 up to 128 rows (3 x 4), 3 up to
-//   64 (6 x 2), 4 up to 32 (12 x 1; 8 x 1 at k = 5, which spills with 12).
+//   64 (6 x 2), 4 up to 32 (12 x 1; 8 x 1 at k = 2 and 5, which spill with
+//   12 in the extension's build).
 //   No 224-row configuration.
 constexpr int rows_cta_rows(int id) { return id == 1 ? 224 : id == 2 ? 128 : id == 3 ? 64 : id == 4 ? 32 : 0; }
 constexpr int rows_groups(int id, int m, int bits) {
   return m <= 16 ? (id == 1 ? 2 : id == 2 ? 4 : id == 3 ? 6 : 12)
-                 : (id == 1 ? 0 : id == 2 ? 3 : id == 3 ? 6 : bits == 5 ? 8 : 12);
+                 : (id == 1 ? 0 : id == 2 ? 3 : id == 3 ? 6 : bits == 2 || bits == 5 ? 8 : 12);
 }
 inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
   *grid = 0;
