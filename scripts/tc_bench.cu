@@ -583,7 +583,7 @@ int main(int argc, char** argv) {
   run_case({"rows32_70b_down_m32", 8192, 28672, 32, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 2, 32>>{});
   run_case({"rows32_8b_gateup_m24", 14336, 4096, 24, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32>>{});
   run_case({"rows32_odd_m17", 5128, 2080, 17, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 2, 32>>{});
-  run_case({"rows32_8b_down_m32_k2", 4096, 14336, 32, D, 0, 2}, RowsRunner<RowsV<2, 12, 1, 2, 2, 32>>{});
+  run_case({"rows32_8b_down_m32_k2", 4096, 14336, 32, D, 0, 2}, RowsRunner<RowsV<2, 8, 1, 2, 2, 32>>{});
   run_case({"rows32_8b_down_m32_k5", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32>>{});
 #ifdef TC_ROWS_ONLY   // the row-owning kernel and the decode configurations beside it alone: a faster build
   (void)T;
