@@ -38,6 +38,11 @@
 //   3. if it wins: a harness A/B at M = 17..32 and a rule bound.
 // On this branch the 16-row configurations' PTX differs from main's only in
 // address arithmetic (compared here, registers and labels normalized).
+// Also here, not run: kPairPerm (stage_mma_pair_perm), K permuted by pairs so
+// that a lane loads one block's plane words per row and K-tile instead of
+// two (design.md, "Fewer plane-word loads"); k = 4, canonical table only;
+// tc_bench cases rowsP_* / rowsP32_* (106-148 registers, no spills). Its
+// err column in tc_bench is the first check of the mapping.
 //
 // tc_bench times it alone (the binary built here runs on the device):
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I. -Iptx -Iscripts \
@@ -49,9 +54,16 @@
 
 namespace kbit {
 
-template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_, int kRows_ = 16>
+template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_, int kRows_ = 16,
+          bool kPairPerm_ = false>
 struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0> {
   using Base = DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0>;
+  // kPairPerm (prototype, tc_bench only; stage_mma_pair_perm below): lane t of
+  // a quad takes 8 consecutive pairs of one block, so it loads that block's
+  // plane words only (half the plane-word loads), and the scale is applied
+  // before the MMA.
+  static constexpr bool kPairPerm = kPairPerm_;
+  static_assert(!kPairPerm || (kBits_ == 4 && !Base::kLanePerm), "pair permutation: k = 4, canonical table");
   // Activation rows per stage: 16 (M <= 16), or 32 (M = 17..32: each
   // dequantized fragment feeds four n8 MMA pairs instead of two). The table,
   // index words and lane constants are the 16-row slot's (Base); the slot's
@@ -88,6 +100,63 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   static_assert(kRingStages >= 2, "the ring needs two stages");
   static_assert(kGroups + 1 <= 16, "named barriers 1 .. kGroups");
 };
+
+// The warp's kNT 16-row tiles of one K-tile with K permuted by pairs: lane
+// (g, t) takes the fields f = 2 (t % 2) + w (w = 0, 1) of every byte s of the
+// plane words of block b = t / 2, i.e. block b's pairs 4 s + f. Index word w
+// of a row is index_word with the rotations of lane quarter f (icw[w]); byte
+// s of it is the pair of MMA step s: registers a0 / a1 (rows g, g + 8) from
+// w = 0, a2 / a3 from w = 1. The B fragment of step s is then activation row
+// n's elements 32 b + 8 s + 4 (t % 2) .. + 3: one 64-bit load (b0, b1) from
+// 16-byte chunk (4 b + s) ^ (n % 8) of the stage, at byte 8 (t % 2). A k16
+// step mixes the two blocks (lanes t < 2 and t >= 2), so each fragment
+// register is scaled (its row's scale of block b) before the MMA, which
+// accumulates in fp32 directly.
+template <class Cfg>
+struct PairPermConsts {
+  IndexConsts<Cfg> w[2];
+  __device__ __forceinline__ explicit PairPermConsts(int t)
+      : w{IndexConsts<Cfg>(2 * (t & 1)), IndexConsts<Cfg>(2 * (t & 1) + 1)} {}
+};
+
+template <class Cfg>
+__device__ __forceinline__ void stage_mma_pair_perm(float (&acc)[Cfg::kNT][Cfg::kAccRegs], const uint32_t* w_s,
+                                                    const float* scales, uint32_t act_s, const PairPermConsts<Cfg>& icw,
+                                                    uint32_t lut_s, uint32_t lane_word, int g, int t) {
+  using T = typename Cfg::T;
+  const int b = t >> 1;
+  // B fragments of the K-tile: [h][s] = (b0, b1) of n8 part h, step s.
+  uint2 bfr[Cfg::kMH][4];
+#pragma unroll
+  for (int h = 0; h < Cfg::kMH; ++h)
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+      bfr[h][s] = ptx::ld_shared_const_v2_u32(act_s + uint32_t((8 * h + g) * 128 + (((4 * b + s) ^ g) << 4) + 8 * (t & 1)));
+#pragma unroll
+  for (int nt = 0; nt < Cfg::kNT; ++nt) {
+    const int r = nt * 16 + g;
+    const uint32_t sa = Elem<T>::pack(scales[2 * r + b], scales[2 * r + b]);
+    const uint32_t sb = Elem<T>::pack(scales[2 * (r + 8) + b], scales[2 * (r + 8) + b]);
+    uint32_t pa[4], pb[4];
+    load_planes<4>(pa, w_s + (r * 2 + b) * 4);
+    load_planes<4>(pb, w_s + ((r + 8) * 2 + b) * 4);
+    const uint32_t xa[2] = {index_word<Cfg, 4>(pa, icw.w[0]), index_word<Cfg, 4>(pa, icw.w[1])};
+    const uint32_t xb[2] = {index_word<Cfg, 4>(pb, icw.w[0]), index_word<Cfg, 4>(pb, icw.w[1])};
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      uint32_t a[4];
+      a[0] = Elem<T>::mul2(lookup_byte(lut_s, xa[0], lane_word, lut_sel(s)), sa);
+      a[1] = Elem<T>::mul2(lookup_byte(lut_s, xb[0], lane_word, lut_sel(s)), sb);
+      a[2] = Elem<T>::mul2(lookup_byte(lut_s, xa[1], lane_word, lut_sel(s)), sa);
+      a[3] = Elem<T>::mul2(lookup_byte(lut_s, xb[1], lane_word, lut_sel(s)), sb);
+#pragma unroll
+      for (int h = 0; h < Cfg::kMH; ++h) {
+        float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[nt][4 * h]);
+        ptx::mma_m16n8k16<T>(c, a, bfr[h][s].x, bfr[h][s].y, c);
+      }
+    }
+  }
+}
 
 struct RowsParams : KbitParams {
   int granules;   // ceil(N / 16)
@@ -195,6 +264,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   }
 
   const IndexConsts<Cfg> ic(t);
+  const auto icw = [&] {   // kPairPerm: index-word constants of fields 2 (t % 2) and 2 (t % 2) + 1
+    if constexpr (Cfg::kPairPerm) return PairPermConsts<Cfg>(t);
+    else return 0;
+  }();
   const uint32_t lane_word = Cfg::kBits == 5 ? uint32_t(lane & 15) * 4 : uint32_t(lane) * (Cfg::kQuad ? 8 : 4);
   const uint32_t lut_s = ptx::smem_u32(lut);
   float* scales = reinterpret_cast<float*>(rows_smem + Cfg::kScalesOff) + warp * Cfg::BLOCK_N * 2;
@@ -219,14 +292,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
     const uint32_t slot = ring0 + uint32_t((it % Cfg::kRingStages) * Cfg::kGroupStage);
     const uint8_t* stage = rows_smem + (slot - ptx::smem_u32(rows_smem));
 
-    uint32_t bf[Cfg::kMH][2][4];   // per 8 activation rows (rows 8h .. 8h + 7 lie 1024 h bytes further)
-#pragma unroll
-    for (int blk = 0; blk < 2; ++blk)
-#pragma unroll
-      for (int h = 0; h < Cfg::kMH; ++h)
-        ptx::ldmatrix_x4(bf[h][blk], slot + Cfg::kActOff + h * 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
     decode_stage_scales<Cfg>(scales, stage + Cfg::kScaleOff, wj * Cfg::BLOCK_N, lane);
-    stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), scales, bf, ic, lut_s, lane_word, g);
+    if constexpr (Cfg::kPairPerm) {
+      stage_mma_pair_perm<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), scales,
+                               slot + Cfg::kActOff, icw, lut_s, lane_word, g, t);
+    } else {
+      uint32_t bf[Cfg::kMH][2][4];   // per 8 activation rows (rows 8h .. 8h + 7 lie 1024 h bytes further)
+#pragma unroll
+      for (int blk = 0; blk < 2; ++blk)
+#pragma unroll
+        for (int h = 0; h < Cfg::kMH; ++h)
+          ptx::ldmatrix_x4(bf[h][blk], slot + Cfg::kActOff + h * 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
+      stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), scales, bf, ic, lut_s,
+                     lane_word, g);
+    }
   }
   ptx::cp_async_wait<0>();
   // Every group passes its named barrier equally often (one more time where

@@ -322,8 +322,8 @@ struct RowsRunner {
     }
   }
 };
-template <int kBits, int kGroups, int kGroupWarps, int kNT, int kStages, int kRows = 16>
-using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages, kRows>;
+template <int kBits, int kGroups, int kGroupWarps, int kNT, int kStages, int kRows = 16, bool kPerm = false>
+using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages, kRows, kPerm>;
 
 #ifdef TC_TIMELINE
 // One flushed call with the marks on (mean of 5 calls): when the set-up and
@@ -573,6 +573,13 @@ int main(int argc, char** argv) {
   run_case({"rows_odd_m9", 5128, 2048, 9, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});
   run_case({"rows_70b_gateup_m16_k2", 28672, 8192, 16, D, 0, 2}, RowsRunner<RowsV<2, 2, 7, 2, 3>>{});
   run_case({"rows_70b_gateup_m16_k5", 28672, 8192, 16, D, 0, 5}, RowsRunner<RowsV<5, 2, 7, 2, 3>>{});
+  // K permuted by pairs (kPairPerm prototype: half the plane-word loads, scales before the MMA).
+  run_case({"rowsP_8b_gateup_m16", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 4, 4, 2, 3, 16, true>>{});
+  run_case({"rowsP_8b_down_m16", 4096, 14336, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 3, 16, true>>{});
+  run_case({"rowsP_qwen3_gateup_m16", 5120, 2048, 16, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 3, 16, true>>{});
+  run_case({"rowsP_odd_m9", 5128, 2080, 9, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 3, 16, true>>{});
+  run_case({"rowsP32_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32, true>>{});
+  run_case({"rowsP32_8b_down_m32", 4096, 14336, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
   // 32 activation rows per stage (M = 17..32; KBIT_KERNEL=rows's configurations, then variants),
   // against the wgmma kernel's rule below.
   run_case({"rows32_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32>>{});
