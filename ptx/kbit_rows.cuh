@@ -338,14 +338,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   }
 }
 
-// Host: once per configuration, before launches (and outside graph capture).
-template <class Cfg>
-const char* kbit_rows_prepare() {
-  const cudaError_t err =
-      cudaFuncSetAttribute(kbit_rows_kernel<Cfg>, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes);
-  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
-}
-
 // Host: the grid for N rows on `sms` SMs (one CTA per SM, fewer where there
 // are fewer granules), or 0 where a CTA's share does not fit Cfg (kCtaRows).
 inline int rows_grid(int N, int sms, int cta_rows) {
@@ -353,7 +345,8 @@ inline int rows_grid(int N, int sms, int cta_rows) {
   return cdiv(granules, ctas) * 16 <= cta_rows ? ctas : 0;
 }
 
-// Host: launches a planned call (kbit_rows_prepare done, grid from rows_grid).
+// Host: launches a planned call (launch.cuh RowsPlanFn raised the kernel's
+// shared-memory limit; grid from rows_grid).
 template <class Cfg>
 const char* kbit_rows_launch(const KbitParams& kp, int grid, void* stream) {
   if (kp.E != 1 || kp.M > Cfg::kRows || kp.M < 1 || grid < 1) return "kbit_rows: dense layers of M <= 32 only (16 for this configuration)";

@@ -1101,31 +1101,36 @@ struct RunFn {
 #endif
 #if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
 // ---- the row-owning kernel (kbit_rows.cuh) ----
-// Its configurations (RowsConfig<k, T, groups, warps per group, 2, stages,
-// activation rows>) by the rows a CTA owns on this GPU, the most K-groups the
-// K-tiles allow; 0 where none serves the shape (grouped, M > 32, more rows
-// per CTA than a configuration has, a single K-tile).
+// Its configurations, one table for the plan and the dispatch: configuration
+// id (1..4) = RowsConfig<k, T, groups, warps per group, 2, stages, activation
+// rows>, 32-row warp tiles, by the rows a CTA owns on this GPU; the most
+// K-groups the K-tiles allow; 0 where none serves the shape (grouped, M > 32,
+// more rows per CTA than a configuration has, a single K-tile).
 // * M <= 16: 16 activation rows per stage, 3 stages: 1 up to 224 rows (2
-//   K-groups of 7 warps of 32 rows), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2),
-//   4 up to 32 (12 x 1).
+//   K-groups of 7 warps), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2), 4 up to
+//   32 (12 x 1).
 // * M = 17..32 (KBIT_KERNEL=rows only; not measured yet): 32 rows per stage,
 //   2 stages, at most 12 warps (with 14 or 16, 32 accumulators and 32 B
 //   fragment registers per thread spill): 2 up to 128 rows (3 x 4), 3 up to
 //   64 (6 x 2), 4 up to 32 (12 x 1; 8 x 1 at k = 2 and 5, which spill with
-//   12 in the extension's build).
-//   No 224-row configuration.
-constexpr int rows_cta_rows(int id) { return id == 1 ? 224 : id == 2 ? 128 : id == 3 ? 64 : id == 4 ? 32 : 0; }
-constexpr int rows_groups(int id, int m, int bits) {
-  return m <= 16 ? (id == 1 ? 2 : id == 2 ? 4 : id == 3 ? 6 : 12)
-                 : (id == 1 ? 0 : id == 2 ? 3 : id == 3 ? 6 : bits == 2 || bits == 5 ? 8 : 12);
+//   12 in the extension's build). No 224-row configuration (groups 0).
+struct RowsShape {
+  int groups, warps, stages;
+};
+constexpr int kRowsNT = 2;   // 16-row tiles per warp
+constexpr RowsShape rows_shape(int id, int rows, int bits) {
+  return rows <= 16 ? (id == 1 ? RowsShape{2, 7, 3} : id == 2 ? RowsShape{4, 4, 3} : id == 3 ? RowsShape{6, 2, 3}
+                                                                                              : RowsShape{12, 1, 3})
+                    : (id == 1 ? RowsShape{0, 7, 2} : id == 2 ? RowsShape{3, 4, 2} : id == 3 ? RowsShape{6, 2, 2}
+                                                                                              : RowsShape{bits == 2 || bits == 5 ? 8 : 12, 1, 2});
 }
 inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
   *grid = 0;
   if (a.E != 1 || a.M > 32) return 0;
   for (int id = 4; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
-    const int groups = rows_groups(id, a.M, a.bits);
-    *grid = rows_grid(a.N, sms, rows_cta_rows(id));
-    if (*grid > 0 && groups > 0 && a.k_tiles >= groups) return id;
+    const RowsShape shape = rows_shape(id, a.M, a.bits);
+    *grid = rows_grid(a.N, sms, shape.warps * 16 * kRowsNT);
+    if (*grid > 0 && shape.groups > 0 && a.k_tiles >= shape.groups) return id;
   }
   *grid = 0;
   return 0;
@@ -1145,24 +1150,29 @@ inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
 }
 template <class F>
 const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
-#define KBIT_ROWS_(BITS, G, W, S, R)                                                     \
-  return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, G, W, 2, S, R>>() \
-              : f.template operator()<RowsConfig<BITS, __half, G, W, 2, S, R>>();
-#define KBIT_ROWS_ID_(BITS)                                      \
-  if (m <= 16) {                                                 \
-    switch (id) {                                                \
-      case 1: KBIT_ROWS_(BITS, 2, 7, 3, 16)                      \
-      case 2: KBIT_ROWS_(BITS, 4, 4, 3, 16)                      \
-      case 3: KBIT_ROWS_(BITS, 6, 2, 3, 16)                      \
-      case 4: KBIT_ROWS_(BITS, 12, 1, 3, 16)                     \
-    }                                                            \
-  } else {                                                       \
-    switch (id) {                                                \
-      case 2: KBIT_ROWS_(BITS, 3, 4, 2, 32)                      \
-      case 3: KBIT_ROWS_(BITS, 6, 2, 2, 32)                      \
-      case 4: KBIT_ROWS_(BITS, rows_groups(4, 32, BITS), 1, 2, 32) \
-    }                                                            \
-  }                                                              \
+#define KBIT_ROWS_(BITS, ID, R)                                                                                   \
+  case ID:                                                                                                        \
+    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, rows_shape(ID, R, BITS).groups,           \
+                                                   rows_shape(ID, R, BITS).warps, kRowsNT,                        \
+                                                   rows_shape(ID, R, BITS).stages, R>>()                          \
+                : f.template operator()<RowsConfig<BITS, __half, rows_shape(ID, R, BITS).groups,                  \
+                                                   rows_shape(ID, R, BITS).warps, kRowsNT,                        \
+                                                   rows_shape(ID, R, BITS).stages, R>>();
+#define KBIT_ROWS_ID_(BITS)        \
+  if (m <= 16) {                   \
+    switch (id) {                  \
+      KBIT_ROWS_(BITS, 1, 16)      \
+      KBIT_ROWS_(BITS, 2, 16)      \
+      KBIT_ROWS_(BITS, 3, 16)      \
+      KBIT_ROWS_(BITS, 4, 16)      \
+    }                              \
+  } else {                         \
+    switch (id) {                  \
+      KBIT_ROWS_(BITS, 2, 32)      \
+      KBIT_ROWS_(BITS, 3, 32)      \
+      KBIT_ROWS_(BITS, 4, 32)      \
+    }                              \
+  }                                \
   break;
   switch (bits) {
     case 2: KBIT_ROWS_ID_(2)

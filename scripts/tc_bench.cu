@@ -300,23 +300,17 @@ template <class Cfg>
 struct RowsRunner {
   using Config = Cfg;
   static constexpr Kernel kKernel = Kernel::kDecode;   // (rule_agrees: never the rule's)
-  int sms = 0;
-  kbit_api::KbitPlan plan{};   // (plan.grid only: TC_PHASES sizes its buffer by it)
+  kbit_api::KbitPlan plan{};   // (plan.grid: the launch's, and TC_PHASES sizes its buffer by it)
   void prepare(Data& d, int dev) {
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    plan.grid = kbit::rows_grid(d.cs.N, sms, Cfg::kCtaRows);
-    if (const char* err = kbit::kbit_rows_prepare<Cfg>()) {
-      std::fprintf(stderr, "rows: prepare: %s\n", err);
+    plan.grid = kbit::rows_grid(d.cs.N, kbit::sm_count(dev), Cfg::kCtaRows);
+    if (const char* err = kbit::RowsPlanFn{dev}.template operator()<Cfg>()) {
+      std::fprintf(stderr, "%s: plan: %s\n", d.cs.name, err);
       std::exit(1);
     }
   }
   void launch(const Data& d, cudaStream_t st) const {
-    const kbit_api::KbitArgs a = args_of(d);
-    kbit::KbitParams p{};
-    p.a = a.a; p.b_packed = a.b_packed; p.b_absmax = a.b_absmax; p.codebook = a.codebook; p.offsets = a.offsets;
-    p.c = a.c; p.M = a.M; p.N = a.N; p.K = a.K; p.E = 1;
-    p.layout = kbit::KbitLayout{a.N, a.K, a.n_pad, a.k_tiles, a.bits};
-    if (const char* err = kbit::kbit_rows_launch<Cfg>(p, kbit::rows_grid(p.N, sms, Cfg::kCtaRows), st)) {
+    const kbit::RowsRunFn run{kbit::kbit_params(args_of(d), plan, nullptr, nullptr), plan.grid, st};
+    if (const char* err = run.template operator()<Cfg>()) {
       std::fprintf(stderr, "%s: launch: %s\n", d.cs.name, err);
       std::exit(1);
     }
