@@ -1,7 +1,8 @@
 // kbit_rows.cuh — the row-owning kernel (sm90 family): dense kbit_gemm at
-// M = 9..16 on layers below 2^26 weights (launch.cuh rows_kernel_pays; any
-// M <= 16 under KBIT_KERNEL=rows). It takes away the two costs docs/results.md
-// v51 measured in the decode kernel's 16-row slots: each warp copying its own
+// M = 9..32 on layers below 2^26 weights (launch.cuh rows_kernel_pays: at
+// M = 17..32 only where K <= max(N, 2048); any M <= 32 under
+// KBIT_KERNEL=rows). It takes away the two costs docs/results.md v51
+// measured in the decode kernel's 16-row slots: each warp copying its own
 // activations, and tiles split between CTAs finished through the workspace.
 //
 // * Rows, not units. CTA c owns 16-row granules [c G / C, (c + 1) G / C) of
@@ -12,37 +13,27 @@
 //   of a group owns rows 16 kNT j .. of the CTA's rows, group g the K-tiles
 //   [g T / kGroups, (g + 1) T / kGroups). A group's warps walk the same K-tiles
 //   together through one ring: each warp copies its own rows' plane words and
-//   scale bytes, the group's lanes the 16 activation rows, and one
+//   scale bytes, the group's lanes the kRows activation rows, and one
 //   named barrier per K-tile (bar.sync 1 + g) makes the stage visible to the
 //   group and frees the slot the next copies go to. The activations cross
 //   from L2 once per group instead of once per warp tile.
 // * The end. Groups 1 .. kGroups - 1 leave their sums in shared memory; after
 //   a CTA barrier group 0 adds them in group order (the same bits on every
 //   run) and writes C.
+// * 16 or 32 activation rows per stage (kRows): at M = 17..32 each
+//   dequantized fragment feeds four n8 MMA pairs instead of two.
 // The dequantization and MMAs per warp and K-tile are the decode kernel's
-// (kbit_decode.cuh: table, index words, dequant_block, 16-row slots).
+// (kbit_decode.cuh: table, index words, decode_stage_scales, stage_mma),
+// except with kPairPerm (32 rows, k = 4): K permuted by pairs so that a lane
+// loads one block's plane words per row and K-tile instead of two, the scale
+// applied before the MMA (stage_mma_pair_perm below; design.md, "Fewer
+// plane-word loads").
 //
-// Measured (H100; docs/results.md v52): harness A/B against the decode
-// kernel's 16-row slots, Qwen3-Coder-Next M = 16 1.3-3.6 us faster per layer,
-// Llama-3-8B gate/up 0.5-1.0, down k = 2, 3, 5 0.3-1.4 (k = 4 0.3-0.9
-// slower); the 70B layers 8-10 us slower (32-row warp tiles: two
-// dequantization chains per warp, not four), which the rule leaves to the
-// decode kernel.
-//
-// Branch rows32-wip: 32 activation rows per stage for M = 17..32
-// (KBIT_KERNEL=rows only; RowsConfig kRows = 32: each dequantized fragment
-// feeds four n8 MMA pairs). Compiled (12-warp configurations, 164-168
-// registers, no spills; 14 and 16 warps spill), not run. Next device call:
-//   1. tc_rows rows32_ 8b_ qwen3_ 70b_down_m32     (against the wgmma rule)
-//   2. pytest tests/test_gpu_kernels.py -k rows     (forced rows at M <= 32)
-//   3. if it wins: a harness A/B at M = 17..32 and a rule bound.
-// On this branch the 16-row configurations' PTX differs from main's only in
-// address arithmetic (compared here, registers and labels normalized).
-// Also here, not run: kPairPerm (stage_mma_pair_perm), K permuted by pairs so
-// that a lane loads one block's plane words per row and K-tile instead of
-// two (design.md, "Fewer plane-word loads"); k = 4, canonical table only;
-// tc_bench cases rowsP_* / rowsP32_* (106-148 registers, no spills). Its
-// err column in tc_bench is the first check of the mapping.
+// Measured: docs/results.md v52 (H100, M = 16) and v53 (H200, M = 32). At
+// M = 16 the Qwen3-Coder-Next layers 1.3-3.6 us faster than the decode
+// kernel's 16-row slots, Llama-3-8B gate/up 0.5-1.0; the 70B layers 8-10 us
+// slower (32-row warp tiles: two dequantization chains per warp, not four),
+// which the rule leaves to the decode kernel. At M = 32 see rows_kernel_pays.
 //
 // tc_bench times it alone (the binary built here runs on the device):
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I. -Iptx -Iscripts \
@@ -58,7 +49,7 @@ template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int
           bool kPairPerm_ = false>
 struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0> {
   using Base = DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0>;
-  // kPairPerm (prototype, tc_bench only; stage_mma_pair_perm below): lane t of
+  // kPairPerm (launch.cuh rows_pair_perm; stage_mma_pair_perm below): lane t of
   // a quad takes 8 consecutive pairs of one block, so it loads that block's
   // plane words only (half the plane-word loads), and the scale is applied
   // before the MMA.
