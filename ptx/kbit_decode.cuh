@@ -500,15 +500,14 @@ __device__ __forceinline__ void decode_stage_scales(float* scales, const uint8_t
 }
 
 // The warp's kNT 16-row tiles of one K-tile: plane words at w_s (row r's two
-// blocks at 2r, 2r + 1, k words each), the decoded scales, the B fragments of
-// the K-tile (bf_hi: activation rows 8..15 of a 16-row slot, kMH = 2). Each
-// dequantized fragment feeds one n8 MMA pair per 8 activation rows; the
-// block's partial sums are scaled into acc in fp32.
+// blocks at 2r, 2r + 1, k words each), the decoded scales, and the B
+// fragments of the K-tile per 8 activation rows (b[h]: slot rows 8h .. 8h + 7,
+// h < kMH). Each dequantized fragment feeds one n8 MMA pair per 8 activation
+// rows; the block's partial sums are scaled into acc in fp32.
 template <class Cfg>
 __device__ __forceinline__ void stage_mma(float (&acc)[Cfg::kNT][Cfg::kAccRegs], const uint32_t* w_s,
-                                          const float* scales, const uint32_t (&bf)[2][4],
-                                          const uint32_t (&bf_hi)[2][4], const IndexConsts<Cfg>& ic, uint32_t lut_s,
-                                          uint32_t lane_word, int g) {
+                                          const float* scales, const uint32_t (&b)[Cfg::kMH][2][4],
+                                          const IndexConsts<Cfg>& ic, uint32_t lut_s, uint32_t lane_word, int g) {
   using T = typename Cfg::T;
 #pragma unroll
   for (int nt = 0; nt < Cfg::kNT; ++nt) {
@@ -524,21 +523,16 @@ __device__ __forceinline__ void stage_mma(float (&acc)[Cfg::kNT][Cfg::kAccRegs],
       dequant_block<Cfg>(frag, pa, pb, ic, lut_s, lane_word);
       const float zero[4] = {0.f, 0.f, 0.f, 0.f};
       const float s_a = blk ? sa.y : sa.x, s_b = blk ? sb.y : sb.x;
-      float part[4];
-      ptx::mma_m16n8k16<T>(part, frag[0], bf[blk][0], bf[blk][1], zero);
-      ptx::mma_m16n8k16<T>(part, frag[1], bf[blk][2], bf[blk][3], part);
-      // (One activation row: columns 2t + 1 are never stored.)
-      acc[nt][0] = fmaf(s_a, part[0], acc[nt][0]);
-      if (Cfg::kActRows != 1) acc[nt][1] = fmaf(s_a, part[1], acc[nt][1]);
-      acc[nt][2] = fmaf(s_b, part[2], acc[nt][2]);
-      if (Cfg::kActRows != 1) acc[nt][3] = fmaf(s_b, part[3], acc[nt][3]);
-      if constexpr (Cfg::kMH == 2) {   // the same fragments, slot rows 8..15
-        ptx::mma_m16n8k16<T>(part, frag[0], bf_hi[blk][0], bf_hi[blk][1], zero);
-        ptx::mma_m16n8k16<T>(part, frag[1], bf_hi[blk][2], bf_hi[blk][3], part);
-        acc[nt][4] = fmaf(s_a, part[0], acc[nt][4]);
-        acc[nt][5] = fmaf(s_a, part[1], acc[nt][5]);
-        acc[nt][6] = fmaf(s_b, part[2], acc[nt][6]);
-        acc[nt][7] = fmaf(s_b, part[3], acc[nt][7]);
+#pragma unroll
+      for (int h = 0; h < Cfg::kMH; ++h) {   // the same fragments, slot rows 8h .. 8h + 7
+        float part[4];
+        ptx::mma_m16n8k16<T>(part, frag[0], b[h][blk][0], b[h][blk][1], zero);
+        ptx::mma_m16n8k16<T>(part, frag[1], b[h][blk][2], b[h][blk][3], part);
+        // (One activation row: columns 2t + 1 are never stored.)
+        acc[nt][4 * h] = fmaf(s_a, part[0], acc[nt][4 * h]);
+        if (Cfg::kActRows != 1) acc[nt][4 * h + 1] = fmaf(s_a, part[1], acc[nt][4 * h + 1]);
+        acc[nt][4 * h + 2] = fmaf(s_b, part[2], acc[nt][4 * h + 2]);
+        if (Cfg::kActRows != 1) acc[nt][4 * h + 3] = fmaf(s_b, part[3], acc[nt][4 * h + 3]);
       }
     }
   }
@@ -1663,24 +1657,24 @@ kbit_decode_kernel(const DecodeParams p) {
     produce();
     const uint8_t* stage = ring + (slot_s - ring_s);
 
-    uint32_t bf[2][4], bf_hi[2][4];   // bf_hi: rows 8..15 of a 16-row slot (kMH = 2)
+    uint32_t bf[Cfg::kMH][2][4];   // per 8 activation rows of the slot (bf[1]: rows 8..15, kMH = 2)
     if constexpr (Cfg::kSmemAct) {
       // B fragments of k16 steps 2 blk, 2 blk + 1: matrices = the block's four
-      // 8-column chunks (bf[blk][j]: k = 32 blk + 8 j + 2t). Block 1: chunk ^ 4
+      // 8-column chunks (bf[0][blk][j]: k = 32 blk + 8 j + 2t). Block 1: chunk ^ 4
       // = lane offset ^ 64 (the row part is a multiple of 128). Rows 8..15 lie
       // 1024 bytes further, with the same swizzle (row % 8).
 #pragma unroll
       for (int blk = 0; blk < 2; ++blk) {
-        ptx::ldmatrix_x4(bf[blk], slot_s + Cfg::kAOff + (act_lane ^ uint32_t(blk * 64)));
+        ptx::ldmatrix_x4(bf[0][blk], slot_s + Cfg::kAOff + (act_lane ^ uint32_t(blk * 64)));
         if constexpr (Cfg::kMH == 2)
-          ptx::ldmatrix_x4(bf_hi[blk], slot_s + Cfg::kAOff + 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
+          ptx::ldmatrix_x4(bf[1][blk], slot_s + Cfg::kAOff + 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
       }
       if (left > 1 && kt + 1 == k_tiles) next = locate(pos.tile + 1);
     } else {
 #pragma unroll
       for (int blk = 0; blk < 2; ++blk)
 #pragma unroll
-        for (int j = 0; j < 4; ++j) bf[blk][j] = b_next[blk][j];
+        for (int j = 0; j < 4; ++j) bf[0][blk][j] = b_next[blk][j];
       if (left > 1) {
         if (kt + 1 < k_tiles) {
           b_ptr += kTileK * sizeof(T);
@@ -1696,7 +1690,7 @@ kbit_decode_kernel(const DecodeParams p) {
 
     decode_stage_scales<Cfg>(scales, stage + Cfg::kWBytes, 0, lane);
     if constexpr (!(KBIT_DECODE_PROBE & 1))
-      stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage), scales, bf, bf_hi, ic, lut_s, lane_word, g);
+      stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage), scales, bf, ic, lut_s, lane_word, g);
 
     slot_s = slot_s + Cfg::kStageBytes == ring_end ? ring_s : slot_s + Cfg::kStageBytes;
     if (++kt < k_tiles && left > 1) continue;

@@ -1,7 +1,8 @@
 // kbit_rows.cuh — the row-owning kernel (sm90 family): dense kbit_gemm at
-// M = 9..16 on layers below 2^26 weights (launch.cuh rows_kernel_pays; any
-// M <= 16 under KBIT_KERNEL=rows). It takes away the two costs docs/results.md
-// v51 measured in the decode kernel's 16-row slots: each warp copying its own
+// M = 9..32 on layers below 2^26 weights (launch.cuh rows_kernel_pays: at
+// M = 17..32 only where K <= max(N, 2048); any M <= 32 under
+// KBIT_KERNEL=rows). It takes away the two costs docs/results.md v51
+// measured in the decode kernel's 16-row slots: each warp copying its own
 // activations, and tiles split between CTAs finished through the workspace.
 //
 // * Rows, not units. CTA c owns 16-row granules [c G / C, (c + 1) G / C) of
@@ -12,22 +13,27 @@
 //   of a group owns rows 16 kNT j .. of the CTA's rows, group g the K-tiles
 //   [g T / kGroups, (g + 1) T / kGroups). A group's warps walk the same K-tiles
 //   together through one ring: each warp copies its own rows' plane words and
-//   scale bytes, the group's lanes the 16 activation rows, and one
+//   scale bytes, the group's lanes the kRows activation rows, and one
 //   named barrier per K-tile (bar.sync 1 + g) makes the stage visible to the
 //   group and frees the slot the next copies go to. The activations cross
 //   from L2 once per group instead of once per warp tile.
 // * The end. Groups 1 .. kGroups - 1 leave their sums in shared memory; after
 //   a CTA barrier group 0 adds them in group order (the same bits on every
 //   run) and writes C.
+// * 16 or 32 activation rows per stage (kRows): at M = 17..32 each
+//   dequantized fragment feeds four n8 MMA pairs instead of two.
 // The dequantization and MMAs per warp and K-tile are the decode kernel's
-// (kbit_decode.cuh: table, index words, dequant_block, 16-row slots).
+// (kbit_decode.cuh: table, index words, decode_stage_scales, stage_mma),
+// except with kPairPerm (32 rows, k = 4): K permuted by pairs so that a lane
+// loads one block's plane words per row and K-tile instead of two, the scale
+// applied before the MMA (stage_mma_pair_perm below; design.md, "Fewer
+// plane-word loads").
 //
-// Measured (H100; docs/results.md v52): harness A/B against the decode
-// kernel's 16-row slots, Qwen3-Coder-Next M = 16 1.3-3.6 us faster per layer,
-// Llama-3-8B gate/up 0.5-1.0, down k = 2, 3, 5 0.3-1.4 (k = 4 0.3-0.9
-// slower); the 70B layers 8-10 us slower (32-row warp tiles: two
-// dequantization chains per warp, not four), which the rule leaves to the
-// decode kernel.
+// Measured: docs/results.md v52 (H100, M = 16) and v53 (H200, M = 32). At
+// M = 16 the Qwen3-Coder-Next layers 1.3-3.6 us faster than the decode
+// kernel's 16-row slots, Llama-3-8B gate/up 0.5-1.0; the 70B layers 8-10 us
+// slower (32-row warp tiles: two dequantization chains per warp, not four),
+// which the rule leaves to the decode kernel. At M = 32 see rows_kernel_pays.
 //
 // tc_bench times it alone (the binary built here runs on the device):
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I. -Iptx -Iscripts \
@@ -39,29 +45,109 @@
 
 namespace kbit {
 
-template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_>
+template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_, int kRows_ = 16,
+          bool kPairPerm_ = false>
 struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0> {
   using Base = DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0>;
+  // kPairPerm (launch.cuh rows_pair_perm; stage_mma_pair_perm below): lane t of
+  // a quad takes 8 consecutive pairs of one block, so it loads that block's
+  // plane words only (half the plane-word loads), and the scale is applied
+  // before the MMA.
+  static constexpr bool kPairPerm = kPairPerm_;
+  static_assert(!kPairPerm || (kBits_ == 4 && !Base::kLanePerm), "pair permutation: k = 4, canonical table");
+  // Activation rows per stage: 16 (M <= 16), or 32 (M = 17..32: each
+  // dequantized fragment feeds four n8 MMA pairs instead of two). The table,
+  // index words and lane constants are the 16-row slot's (Base); the slot's
+  // shape and accumulators are these.
+  static constexpr int kRows = kRows_;
+  static constexpr int BLOCK_M = kRows;
+  static constexpr int kMH = kRows / 8;       // n8 parts of the slot
+  static constexpr int kAccRegs = 4 * kMH;    // accumulators per 16-row tile and thread
   static constexpr int kGroups = kGroups_;
   static constexpr int kGroupWarps = kGroupWarps_;
   static constexpr int kRingStages = kStages_;
   static constexpr int kCtaRows = kGroupWarps * Base::BLOCK_N;   // rows a CTA can own
   // One group stage: the plane words of the CTA's rows (warp j's at j kWarpW),
-  // their scale bytes, then the 16 activation rows (128 bytes each, chunk c of
-  // row r at c ^ (r % 8), as in the decode kernel's stages).
+  // their scale bytes, then the kRows activation rows (128 bytes each, chunk c
+  // of row r at c ^ (r % 8), as in the decode kernel's stages).
   static constexpr int kWarpW = Base::BLOCK_N * 8 * kBits_;
   static constexpr int kScaleOff = kGroupWarps * kWarpW;
   static constexpr int kActOff = cdiv(kScaleOff + kCtaRows * 2, 128) * 128;
-  static constexpr int kGroupStage = kActOff + 16 * 128;
+  static constexpr int kGroupStage = kActOff + kRows * 128;
   static constexpr int kRingOff = Base::kLutBytes;
-  static constexpr int kScalesOff = kRingOff + kGroups * kRingStages * kGroupStage;   // per warp: BLOCK_N float2
-  static constexpr int kPartOff = kScalesOff + kGroups * kGroupWarps * Base::BLOCK_N * 8;
+  static constexpr int kRingBytes = kGroups * kRingStages * kGroupStage;
+  static constexpr int kScalesOff = kRingOff + kRingBytes;   // per warp: BLOCK_N float2
   static constexpr int kPartStride = kCtaRows + 4;   // words per activation row of a part (bank spread)
-  static constexpr int kSmemBytes = kPartOff + (kGroups - 1) * 16 * kPartStride * 4;
+  static constexpr int kPartBytes = (kGroups - 1) * kRows * kPartStride * 4;
+  // The groups' parts after the scales, or where the rings were (once every
+  // group is past its loop: one CTA barrier more) where that does not fit.
+  static constexpr int kAfterScales = kScalesOff + kGroups * kGroupWarps * Base::BLOCK_N * 8;
+  static constexpr bool kPartsOnRing = kAfterScales + kPartBytes > 227 * 1024;
+  static constexpr int kPartOff = kPartsOnRing ? kRingOff : kAfterScales;
+  static constexpr int kSmemBytes = kPartsOnRing ? kAfterScales : kAfterScales + kPartBytes;
+  static_assert(kRows == 16 || kRows == 32, "16 or 32 activation rows per stage");
+  static_assert(!kPartsOnRing || kPartBytes <= kRingBytes, "the parts must fit where the rings were");
   static_assert(kSmemBytes <= 227 * 1024, "must fit one SM");
   static_assert(kRingStages >= 2, "the ring needs two stages");
   static_assert(kGroups + 1 <= 16, "named barriers 1 .. kGroups");
 };
+
+// The warp's kNT 16-row tiles of one K-tile with K permuted by pairs: lane
+// (g, t) takes the fields f = 2 (t % 2) + w (w = 0, 1) of every byte s of the
+// plane words of block b = t / 2, i.e. block b's pairs 4 s + f. Index word w
+// of a row is index_word with the rotations of lane quarter f (icw[w]); byte
+// s of it is the pair of MMA step s: registers a0 / a1 (rows g, g + 8) from
+// w = 0, a2 / a3 from w = 1. The B fragment of step s is then activation row
+// n's elements 32 b + 8 s + 4 (t % 2) .. + 3: one 64-bit load (b0, b1) from
+// 16-byte chunk (4 b + s) ^ (n % 8) of the stage, at byte 8 (t % 2). A k16
+// step mixes the two blocks (lanes t < 2 and t >= 2), so each fragment
+// register is scaled (its row's scale of block b) before the MMA, which
+// accumulates in fp32 directly.
+template <class Cfg>
+struct PairPermConsts {
+  IndexConsts<Cfg> w[2];
+  __device__ __forceinline__ explicit PairPermConsts(int t)
+      : w{IndexConsts<Cfg>(2 * (t & 1)), IndexConsts<Cfg>(2 * (t & 1) + 1)} {}
+};
+
+template <class Cfg>
+__device__ __forceinline__ void stage_mma_pair_perm(float (&acc)[Cfg::kNT][Cfg::kAccRegs], const uint32_t* w_s,
+                                                    const float* scales, uint32_t act_s, const PairPermConsts<Cfg>& icw,
+                                                    uint32_t lut_s, uint32_t lane_word, int g, int t) {
+  using T = typename Cfg::T;
+  const int b = t >> 1;
+  // B fragments of the K-tile: [h][s] = (b0, b1) of n8 part h, step s.
+  uint2 bfr[Cfg::kMH][4];
+#pragma unroll
+  for (int h = 0; h < Cfg::kMH; ++h)
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+      bfr[h][s] = ptx::ld_shared_const_v2_u32(act_s + uint32_t((8 * h + g) * 128 + (((4 * b + s) ^ g) << 4) + 8 * (t & 1)));
+#pragma unroll
+  for (int nt = 0; nt < Cfg::kNT; ++nt) {
+    const int r = nt * 16 + g;
+    const uint32_t sa = Elem<T>::pack(scales[2 * r + b], scales[2 * r + b]);
+    const uint32_t sb = Elem<T>::pack(scales[2 * (r + 8) + b], scales[2 * (r + 8) + b]);
+    uint32_t pa[4], pb[4];
+    load_planes<4>(pa, w_s + (r * 2 + b) * 4);
+    load_planes<4>(pb, w_s + ((r + 8) * 2 + b) * 4);
+    const uint32_t xa[2] = {index_word<Cfg, 4>(pa, icw.w[0]), index_word<Cfg, 4>(pa, icw.w[1])};
+    const uint32_t xb[2] = {index_word<Cfg, 4>(pb, icw.w[0]), index_word<Cfg, 4>(pb, icw.w[1])};
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      uint32_t a[4];
+      a[0] = Elem<T>::mul2(lookup_byte(lut_s, xa[0], lane_word, lut_sel(s)), sa);
+      a[1] = Elem<T>::mul2(lookup_byte(lut_s, xb[0], lane_word, lut_sel(s)), sb);
+      a[2] = Elem<T>::mul2(lookup_byte(lut_s, xa[1], lane_word, lut_sel(s)), sa);
+      a[3] = Elem<T>::mul2(lookup_byte(lut_s, xb[1], lane_word, lut_sel(s)), sb);
+#pragma unroll
+      for (int h = 0; h < Cfg::kMH; ++h) {
+        float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[nt][4 * h]);
+        ptx::mma_m16n8k16<T>(c, a, bfr[h][s].x, bfr[h][s].y, c);
+      }
+    }
+  }
+}
 
 struct RowsParams : KbitParams {
   int granules;   // ceil(N / 16)
@@ -89,8 +175,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
 
   float cb_v = 0.f;
   if (tid < kLevels) cb_v = __ldg(p.codebook + tid);
-  bool offsets_ok = true;   // a dense call: offsets {0, M}, M <= 16 (checked before anything is written)
-  if (tid == 0) offsets_ok = __ldg(p.offsets) == 0 && __ldg(p.offsets + 1) == p.M && p.M <= 16;
+  bool offsets_ok = true;   // a dense call: offsets {0, M}, M <= kRows (checked before anything is written)
+  if (tid == 0) offsets_ok = __ldg(p.offsets) == 0 && __ldg(p.offsets + 1) == p.M && p.M <= Cfg::kRows;
 
   // ---- copies ------------------------------------------------------------------
   // Only this CTA's rows that exist in memory are copied: rows past n_pad do
@@ -103,17 +189,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   const char* w_base = reinterpret_cast<const char*>(p.b_packed + p.layout.packed_row(0, kt_begin, min(n0, p.layout.n_pad - 8)));
   const char* s_base = reinterpret_cast<const char*>(p.b_absmax + p.layout.absmax_row(0, kt_begin, min(n0, p.layout.n_pad - 8)));
   const size_t w_step = size_t(p.layout.n_pad) * 8 * Cfg::kBits, s_step = size_t(p.layout.n_pad) * 2;
-  // The group's 128 activation chunks of a K-tile: chunk idx = i * group lanes
+  // The group's 8 kRows activation chunks of a K-tile: chunk idx = i * group lanes
   // + this lane's index in the group, row r = idx / 8, column chunk c = idx % 8
   // (the same c for every i: the group's lanes are a multiple of 8).
   constexpr int kGroupLanes = Cfg::kGroupWarps * 32;
-  constexpr int kAChunks = cdiv(128, kGroupLanes);
+  constexpr int kAChunkCount = Cfg::kRows * 8;
+  constexpr int kAChunks = cdiv(kAChunkCount, kGroupLanes);
   const int a_idx = wj * 32 + lane, a_c = a_idx & 7;
   uint32_t a_ok = 0;   // bit i: chunk i is the group's and its row exists (< M)
 #pragma unroll
   for (int i = 0; i < kAChunks; ++i) {
     const int idx = i * kGroupLanes + a_idx;
-    a_ok |= uint32_t(idx < 128 && (idx >> 3) < p.M) << i;
+    a_ok |= uint32_t(idx < kAChunkCount && (idx >> 3) < p.M) << i;
   }
   const char* a_src = static_cast<const char*>(p.a) + (size_t((a_ok & 1u) ? a_idx >> 3 : 0) * p.K + size_t(kt_begin) * kTileK + a_c * 8) * 2;
   const auto issue = [&](int it) {   // K-tile kt_begin + it into its slot
@@ -136,7 +223,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
 #pragma unroll
     for (int i = 0; i < kAChunks; ++i) {
       const int idx = i * kGroupLanes + a_idx, r = idx >> 3;
-      if (kGroupLanes * kAChunks == 128 || idx < 128) {
+      if (kGroupLanes * kAChunks == kAChunkCount || idx < kAChunkCount) {
         const bool ok = (a_ok >> i & 1) && col_in_k;
         ptx::cp_async_cg16(s + Cfg::kActOff + r * 128 + ((a_c ^ (r & 7)) << 4),
                            a_src + (ok ? (size_t(i) * (kGroupLanes / 8) * p.K + size_t(it) * kTileK) * 2 : 0), ok ? 16u : 0u);
@@ -168,6 +255,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   }
 
   const IndexConsts<Cfg> ic(t);
+  const auto icw = [&] {   // kPairPerm: index-word constants of fields 2 (t % 2) and 2 (t % 2) + 1
+    if constexpr (Cfg::kPairPerm) return PairPermConsts<Cfg>(t);
+    else return 0;
+  }();
   const uint32_t lane_word = Cfg::kBits == 5 ? uint32_t(lane & 15) * 4 : uint32_t(lane) * (Cfg::kQuad ? 8 : 4);
   const uint32_t lut_s = ptx::smem_u32(lut);
   float* scales = reinterpret_cast<float*>(rows_smem + Cfg::kScalesOff) + warp * Cfg::BLOCK_N * 2;
@@ -192,15 +283,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
     const uint32_t slot = ring0 + uint32_t((it % Cfg::kRingStages) * Cfg::kGroupStage);
     const uint8_t* stage = rows_smem + (slot - ptx::smem_u32(rows_smem));
 
-    uint32_t bf[2][4], bf_hi[2][4];
-#pragma unroll
-    for (int blk = 0; blk < 2; ++blk) {
-      ptx::ldmatrix_x4(bf[blk], slot + Cfg::kActOff + (act_lane ^ uint32_t(blk * 64)));
-      ptx::ldmatrix_x4(bf_hi[blk], slot + Cfg::kActOff + 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
-    }
     decode_stage_scales<Cfg>(scales, stage + Cfg::kScaleOff, wj * Cfg::BLOCK_N, lane);
-    stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), scales, bf, bf_hi, ic, lut_s,
-                   lane_word, g);
+    if constexpr (Cfg::kPairPerm) {
+      stage_mma_pair_perm<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), scales,
+                               slot + Cfg::kActOff, icw, lut_s, lane_word, g, t);
+    } else {
+      uint32_t bf[Cfg::kMH][2][4];   // per 8 activation rows (rows 8h .. 8h + 7 lie 1024 h bytes further)
+#pragma unroll
+      for (int blk = 0; blk < 2; ++blk)
+#pragma unroll
+        for (int h = 0; h < Cfg::kMH; ++h)
+          ptx::ldmatrix_x4(bf[h][blk], slot + Cfg::kActOff + h * 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
+      stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), scales, bf, ic, lut_s,
+                     lane_word, g);
+    }
   }
   ptx::cp_async_wait<0>();
   // Every group passes its named barrier equally often (one more time where
@@ -214,8 +310,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   // ---- the groups' sums, in group order -------------------------------------------
   float* parts = reinterpret_cast<float*>(rows_smem + Cfg::kPartOff);
   const int wrow = wj * Cfg::BLOCK_N;   // the warp's first row among the CTA's
+  if constexpr (Cfg::kPartsOnRing) __syncthreads();   // every group's last stage read
   if (group > 0) {
-    float* mine = parts + (group - 1) * 16 * Cfg::kPartStride;
+    float* mine = parts + (group - 1) * Cfg::kRows * Cfg::kPartStride;
     for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) { mine[m * Cfg::kPartStride + wrow + n] = x; });
   }
   __syncthreads();
@@ -225,7 +322,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
     for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
       float sum = x;
 #pragma unroll
-      for (int q = 0; q < Cfg::kGroups - 1; ++q) sum += parts[q * 16 * Cfg::kPartStride + m * Cfg::kPartStride + wrow + n];
+      for (int q = 0; q < Cfg::kGroups - 1; ++q) sum += parts[(q * Cfg::kRows + m) * Cfg::kPartStride + wrow + n];
       const int row = n0 + n;
       if (m < p.M && row < row_end) c[size_t(m) * p.N + row] = Elem<T>::from_float(sum * out_scale);
     });
@@ -243,7 +340,7 @@ inline int rows_grid(int N, int sms, int cta_rows) {
 // shared-memory limit; grid from rows_grid).
 template <class Cfg>
 const char* kbit_rows_launch(const KbitParams& kp, int grid, void* stream) {
-  if (kp.E != 1 || kp.M > 16 || kp.M < 1 || grid < 1) return "kbit_rows: dense layers of M <= 16 only";
+  if (kp.E != 1 || kp.M > Cfg::kRows || kp.M < 1 || grid < 1) return "kbit_rows: dense layers of M <= 32 only (16 for this configuration)";
   if (kp.layout.k_tiles < Cfg::kGroups) return "kbit_rows: fewer K-tiles than K-groups";
   RowsParams p;
   static_cast<KbitParams&>(p) = kp;

@@ -1102,23 +1102,40 @@ struct RunFn {
 #if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
 // ---- the row-owning kernel (kbit_rows.cuh) ----
 // Its configurations, one table for the plan and the dispatch: configuration
-// id (1..4) = RowsConfig<k, T, groups, warps per group, 2, 3>, 32-row warp
-// tiles, by the rows a CTA owns on this GPU: 1 up to 224 rows (2 K-groups of
-// 7 warps), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2), 4 up to 32 (12 x 1).
-// rows_config_for picks the most K-groups the K-tiles allow; 0 where none
-// serves the shape (grouped, M > 16, more than 224 rows per CTA, a single
-// K-tile).
+// id (1..4) = RowsConfig<k, T, groups, warps per group, 2, stages, activation
+// rows>, 32-row warp tiles, by the rows a CTA owns on this GPU; the most
+// K-groups the K-tiles allow; 0 where none serves the shape (grouped, M > 32,
+// more rows per CTA than a configuration has, a single K-tile).
+// * M <= 16: 16 activation rows per stage, 3 stages: 1 up to 224 rows (2
+//   K-groups of 7 warps), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2), 4 up to
+//   32 (12 x 1).
+// * M = 17..32: 32 rows per stage,
+//   2 stages, at most 12 warps (with 14 or 16, 32 accumulators and 32 B
+//   fragment registers per thread spill): 2 up to 128 rows (3 x 4), 3 up to
+//   64 (6 x 2), 4 up to 32 (12 x 1; 8 x 1 at k = 2 and 5, which spill with
+//   12 in the extension's build). No 224-row configuration (groups 0).
 struct RowsShape {
-  int groups, warps;
+  int groups, warps, stages;
 };
 constexpr int kRowsNT = 2;   // 16-row tiles per warp
-constexpr RowsShape kRowsShapes[5] = {{0, 0}, {2, 7}, {4, 4}, {6, 2}, {12, 1}};
+constexpr RowsShape rows_shape(int id, int rows, int bits) {
+  return rows <= 16 ? (id == 1 ? RowsShape{2, 7, 3} : id == 2 ? RowsShape{4, 4, 3} : id == 3 ? RowsShape{6, 2, 3}
+                                                                                              : RowsShape{12, 1, 3})
+                    : (id == 1 ? RowsShape{0, 7, 2} : id == 2 ? RowsShape{3, 4, 2} : id == 3 ? RowsShape{6, 2, 2}
+                                                                                              : RowsShape{bits == 2 || bits == 5 ? 8 : 12, 1, 2});
+}
+// K permuted by pairs (RowsConfig kPairPerm, kbit_rows.cuh stage_mma_pair_perm):
+// at 32 activation rows and k = 4, where it measured faster (H200 tc_bench,
+// docs/results.md v53: Llama-3-8B M = 32 gate/up 25.3 us against 28.1 without
+// it, down 28.2 against 33.8).
+constexpr bool rows_pair_perm(int rows, int bits) { return rows == 32 && bits == 4; }
 inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
   *grid = 0;
-  if (a.E != 1 || a.M > 16) return 0;
+  if (a.E != 1 || a.M > 32) return 0;
   for (int id = 4; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
-    *grid = rows_grid(a.N, sms, kRowsShapes[id].warps * 16 * kRowsNT);
-    if (*grid > 0 && a.k_tiles >= kRowsShapes[id].groups) return id;
+    const RowsShape shape = rows_shape(id, a.M, a.bits);
+    *grid = rows_grid(a.N, sms, shape.warps * 16 * kRowsNT);
+    if (*grid > 0 && shape.groups > 0 && a.k_tiles >= shape.groups) return id;
   }
   *grid = 0;
   return 0;
@@ -1133,24 +1150,46 @@ inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
 // 20.8-21.0 vs 20.5 (slower). On the 70B layers (2^27.8 weights) its 32-row
 // warp tiles are 8-10 us slower (two dequantization chains per warp, not
 // four), and the 64-row-warp configurations 2 us slower in tc_bench.
+//
+// At M = 17..32 (32 activation rows per stage) it takes the layers whose K is
+// at most max(N, 2048): there the wgmma kernel's 32-row tiles were slower.
+// Harness A/B, H200, graph us, two rounds (docs/results.md v53), forced rows
+// (before the pair permutation) against the wgmma rule at M = 32: Qwen3-Coder-
+// Next gate/up 12.0-12.1 vs 13.9-14.0, q 10.1-10.3 vs 12.8-13.0, kv 9.2-9.4
+// vs 10.6-10.7, Llama-3-8B gate/up 28.0-28.2 vs 29.3. Where K is larger than
+// both (down, o) it was slower: Qwen3 down 15.6 vs 14.2, o 13.8-13.9 vs
+// 13.3-13.5, Llama-3-8B down 33.6-33.9 vs 28.2-28.5. Those layers have
+// N / 32 <= 128 row tiles, so at most 128 CTAs of which some own only 16
+// rows of a 32-row warp tile, each walking a long K alone.
 inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
-  return a.E == 1 && a.M > 8 && a.M <= 16 && (long long)a.N * a.K < (1ll << 26);
+  if (a.E != 1 || a.M <= 8 || a.M > 32 || (long long)a.N * a.K >= (1ll << 26)) return false;
+  return a.M <= 16 || a.K <= std::max(a.N, 2048);
 }
 template <class F>
-const char* kbit_rows_dispatch(int bits, int bf16, int id, const F& f) {
-#define KBIT_ROWS_(BITS, ID)                                                                                \
-  case ID:                                                                                                  \
-    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, kRowsShapes[ID].groups,             \
-                                                   kRowsShapes[ID].warps, kRowsNT, 3>>()                     \
-                : f.template operator()<RowsConfig<BITS, __half, kRowsShapes[ID].groups, kRowsShapes[ID].warps, \
-                                                   kRowsNT, 3>>();
-#define KBIT_ROWS_ID_(BITS) \
-  switch (id) {             \
-    KBIT_ROWS_(BITS, 1)     \
-    KBIT_ROWS_(BITS, 2)     \
-    KBIT_ROWS_(BITS, 3)     \
-    KBIT_ROWS_(BITS, 4)     \
-  }                         \
+const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
+#define KBIT_ROWS_(BITS, ID, R)                                                                                   \
+  case ID:                                                                                                        \
+    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, rows_shape(ID, R, BITS).groups,           \
+                                                   rows_shape(ID, R, BITS).warps, kRowsNT,                        \
+                                                   rows_shape(ID, R, BITS).stages, R, rows_pair_perm(R, BITS)>>() \
+                : f.template operator()<RowsConfig<BITS, __half, rows_shape(ID, R, BITS).groups,                  \
+                                                   rows_shape(ID, R, BITS).warps, kRowsNT,                        \
+                                                   rows_shape(ID, R, BITS).stages, R, rows_pair_perm(R, BITS)>>();
+#define KBIT_ROWS_ID_(BITS)        \
+  if (m <= 16) {                   \
+    switch (id) {                  \
+      KBIT_ROWS_(BITS, 1, 16)      \
+      KBIT_ROWS_(BITS, 2, 16)      \
+      KBIT_ROWS_(BITS, 3, 16)      \
+      KBIT_ROWS_(BITS, 4, 16)      \
+    }                              \
+  } else {                         \
+    switch (id) {                  \
+      KBIT_ROWS_(BITS, 2, 32)      \
+      KBIT_ROWS_(BITS, 3, 32)      \
+      KBIT_ROWS_(BITS, 4, 32)      \
+    }                              \
+  }                                \
   break;
   switch (bits) {
     case 2: KBIT_ROWS_ID_(2)
@@ -1203,11 +1242,11 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.kernel == 6 || (a.kernel == 0 && kbit::rows_kernel_pays(a))) {
     int grid = 0;
     if (const int id = kbit::rows_config_for(a, kbit::sm_count(device), &grid)) {
-      if (const char* err = kbit::kbit_rows_dispatch(a.bits, a.bf16, id, kbit::RowsPlanFn{device})) return err;
+      if (const char* err = kbit::kbit_rows_dispatch(a.bits, a.bf16, id, a.M, kbit::RowsPlanFn{device})) return err;
       plan->rows = id;
       plan->grid = grid;
       plan->workspace_floats = plan->counters = 0;
-      plan->block_m = 16;
+      plan->block_m = a.M > 16 ? 32 : 16;
       plan->block_n = 0;
       return nullptr;
     }
@@ -1269,7 +1308,7 @@ const char* kbit_gemm_run(const KbitArgs& a, const KbitPlan& plan, float* ws, in
     return kbit::kbit_gemv_dispatch(a.bits, a.bf16, kbit::GemvRunFn{a, plan, st});
 #if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
   if (plan.rows)
-    return kbit::kbit_rows_dispatch(a.bits, a.bf16, plan.rows,
+    return kbit::kbit_rows_dispatch(a.bits, a.bf16, plan.rows, a.M,
                                     kbit::RowsRunFn{kbit::kbit_params(a, plan, ws, counters), plan.grid, stream});
 #endif
 #if KBIT_HAS_WGMMA

@@ -4,7 +4,8 @@ empty experts, M = 1 .. 300 (each with the mma.sync tiled kernel, the decode ker
 and, in the sm90 family, the wgmma tiled kernel: forced, two tiles per warp at M = 17 and 50 with
 N < 512, three at M = 20 and 50 with N >= 512, all with the copy warpgroup, as are the 128-row tiles:
 one CTA per tile at M = 300 dense, 12 MMA warps and stream-K at M = 300 grouped; the CUDA-core
-kernel where it applies: dense M = 1 and every grouped case), a dense layer whose offsets are not {0, M}
+kernel where it applies: dense M = 1 and every grouped case; the row-owning kernel at dense M <= 32),
+a dense layer whose offsets are not {0, M}
 (each kernel choice), and nvfp4 with plain and blocked scales.
 
 SANITIZE_KERNELS (space-separated, "auto" for the choice by shape) limits the
@@ -58,9 +59,12 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          # decode_pair_ctas, kbit_decode.cuh finish_pair): 32-row tiles at M = 4, 64-row tiles
          # at M = 1 with decode64 forced (the rule takes 896 tiles of 32 rows there, whole per CTA).
          # Racecheck runs without the pairs (device_run.sh): it did not finish a cluster launch.
-         dict(m=4, n=14336, k=672, bits=4, dtype="float16"), dict(m=1, n=28672, k=1184, bits=4, dtype="bfloat16")]
+         dict(m=4, n=14336, k=672, bits=4, dtype="float16"), dict(m=1, n=28672, k=1184, bits=4, dtype="bfloat16"),
+         # the row-owning kernel's 32-row stages (rule: dense M = 17..32, K <= max(N, 2048)); at
+         # k = 4 K permuted by pairs; N % 16 == 8 and K % 64 == 32: a partial warp tile and K-tile
+         dict(m=24, n=5128, k=2080, bits=4, dtype="float16"), dict(m=19, n=1032, k=2080, bits=5, dtype="bfloat16")]
 bad = 0
-KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma gemv").split() if k != "none"]
+KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma gemv rows").split() if k != "none"]
 for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhere
     os.environ["KBIT_KERNEL"] = "" if kernel == "auto" else kernel
     for spec in CASES:

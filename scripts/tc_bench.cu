@@ -295,7 +295,7 @@ struct Runner {
   }
 };
 
-// The row-owning kernel (kbit_rows.cuh): dense, M <= 16, no workspace.
+// The row-owning kernel (kbit_rows.cuh): dense, M <= 32, no workspace.
 template <class Cfg>
 struct RowsRunner {
   using Config = Cfg;
@@ -316,8 +316,8 @@ struct RowsRunner {
     }
   }
 };
-template <int kBits, int kGroups, int kGroupWarps, int kNT, int kStages>
-using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages>;
+template <int kBits, int kGroups, int kGroupWarps, int kNT, int kStages, int kRows = 16, bool kPerm = false>
+using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages, kRows, kPerm>;
 
 #ifdef TC_TIMELINE
 // One flushed call with the marks on (mean of 5 calls): when the set-up and
@@ -567,9 +567,33 @@ int main(int argc, char** argv) {
   run_case({"rows_odd_m9", 5128, 2048, 9, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});
   run_case({"rows_70b_gateup_m16_k2", 28672, 8192, 16, D, 0, 2}, RowsRunner<RowsV<2, 2, 7, 2, 3>>{});
   run_case({"rows_70b_gateup_m16_k5", 28672, 8192, 16, D, 0, 5}, RowsRunner<RowsV<5, 2, 7, 2, 3>>{});
+  // K permuted by pairs (kPairPerm prototype: half the plane-word loads, scales before the MMA).
+  run_case({"rowsP_8b_gateup_m16", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 4, 4, 2, 3, 16, true>>{});
+  run_case({"rowsP_8b_down_m16", 4096, 14336, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 3, 16, true>>{});
+  run_case({"rowsP_qwen3_gateup_m16", 5120, 2048, 16, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 3, 16, true>>{});
+  run_case({"rowsP_odd_m9", 5128, 2080, 9, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 3, 16, true>>{});
+  run_case({"rowsP32_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32, true>>{});
+  run_case({"rowsP32_8b_down_m32", 4096, 14336, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
+  // 32 activation rows per stage (M = 17..32; KBIT_KERNEL=rows's configurations, then variants),
+  // against the wgmma kernel's rule below.
+  run_case({"rows32_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32>>{});
+  run_case({"rows32_8b_gateup_m32_g4", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 4, 4, 2, 2, 32>>{});
+  run_case({"rows32_8b_down_m32", 4096, 14336, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32>>{});
+  run_case({"rows32_qwen3_gateup_m32", 5120, 2048, 32, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 2, 32>>{});
+  run_case({"rows32_qwen3_down_m32", 2048, 5120, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32>>{});
+  run_case({"rows32_70b_down_m32", 8192, 28672, 32, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 2, 32>>{});
+  run_case({"rows32_8b_gateup_m24", 14336, 4096, 24, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32>>{});
+  run_case({"rows32_odd_m17", 5128, 2080, 17, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 2, 32>>{});
+  run_case({"rows32_8b_down_m32_k2", 4096, 14336, 32, D, 0, 2}, RowsRunner<RowsV<2, 8, 1, 2, 2, 32>>{});
+  run_case({"rows32_8b_down_m32_k5", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32>>{});
 #ifdef TC_ROWS_ONLY   // the row-owning kernel and the decode configurations beside it alone: a faster build
   (void)T;
-  (void)W;
+  run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
+  run_case({"70b_down_m32", 8192, 28672, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
+  run_case({"8b_gateup_m32", 14336, 4096, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
+  run_case({"8b_down_m32", 4096, 14336, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
+  run_case({"qwen3_gateup_m32", 5120, 2048, 32, W, 1}, Runner<Wg4<32, 1>, W>{});
+  run_case({"qwen3_down_m32", 2048, 5120, 32, W, 1}, Runner<Wg4<32, 1>, W>{});
   run_case({"dec16_70b_gateup_m16", 28672, 8192, 16, D, 0}, Runner<DecV<4, 12, 4, 2, 16>, D>{});
   run_case({"dec16_8b_gateup_m16_nt2", 14336, 4096, 16, D, 0}, Runner<DecV<4, 16, 2, 2, 16>, D>{});
   run_case({"dec16_70b_down_m16_h", 8192, 28672, 16, D, 0}, Runner<kbit::DecodeConfig<4, __half, 12, 4, 2, 16, 1>, D>{});

@@ -81,7 +81,7 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
 @requires_sm80
 @pytest.mark.parametrize("kernel", ["decode", "decode64", "gemv", "rows"])
 @pytest.mark.parametrize("experts,m,k", [(1, 1, 4128), (1, 3, 4128), (1, 4, 4160), (1, 6, 4160), (1, 11, 4128),
-                                          (16, 1, 4160), (16, 20, 4160)])
+                                          (1, 27, 4160), (16, 1, 4160), (16, 20, 4160)])
 def test_kbit_decode_kernel_repeatable_and_graph(experts, m, k, kernel, monkeypatch):
     """The decode kernel's split tiles (warp-level stream-K; CTA slots in the
     workspace for tiles split between CTAs) at a size with many splits, both warp tiles, activations in the ring stages
@@ -90,7 +90,8 @@ def test_kbit_decode_kernel_repeatable_and_graph(experts, m, k, kernel, monkeypa
     and in registers (dense m = 6 with 64-row tiles; grouped layers, m = 1 and
     20, always): every run
     passes, and a captured graph replays on new activations and routing. The
-    CUDA-core kernel (gemv) takes the dense m = 1 case."""
+    CUDA-core kernel (gemv) takes the dense m = 1 case; the row-owning kernel
+    the dense m = 11 and (32-row stages, K permuted by pairs) m = 27 cases."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
     spec = dict(problem="kbit_gemm", m=m, n=1000, k=k, bits=4, dtype="float16", experts=experts, seed=7)
     data = generate(spec, "cuda")
@@ -218,6 +219,27 @@ def test_kbit_decode_dense16_small_layers(bits, m, n, k, monkeypatch):
     tile. Every run passes the checker and gives the same bits."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
     spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype="float16", experts=1, seed=19)
+    _check_same_bits(generate(spec, "cuda"))
+
+
+@requires_sm80
+@pytest.mark.parametrize("bits", [2, 3, 4, 5])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m,n,k,forced", [(32, 14336, 4096, False), (24, 5128, 2080, False), (17, 520, 2048, False),
+                                          (32, 4104, 14336, True)])
+def test_kbit_rows_32_activation_rows(bits, dtype, m, n, k, forced, monkeypatch):
+    """Dense M = 17..32 on the row-owning kernel's 32-row stages: the shapes
+    the rule gives it since v53 (K <= max(N, 2048): Llama-3-8B gate/up; N %
+    16 == 8 with K % 64 == 32, so a CTA's last warp tile and the last K-tile
+    are partial; a layer of 33 granules) and, forced, a down-projection shape
+    (12 K-groups of one warp). At k = 4 K is permuted by pairs (the scale
+    applied before the MMA). Every run passes the checker and gives the same
+    bits (the K-groups' sums meet in a fixed order)."""
+    if forced:
+        monkeypatch.setenv("KBIT_KERNEL", "rows")
+    else:
+        monkeypatch.delenv("KBIT_KERNEL", raising=False)
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype=dtype, experts=1, seed=23)
     _check_same_bits(generate(spec, "cuda"))
 
 

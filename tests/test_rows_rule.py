@@ -21,7 +21,8 @@ PROGRAM = r"""
 #include <cstdio>
 struct Describe {   // the configuration's shape and shared memory; launches nothing
   template <class Cfg> const char* operator()() const {
-    std::printf(" %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages, Cfg::kSmemBytes);
+    std::printf(" %d %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages, Cfg::kSmemBytes,
+                int(Cfg::kPairPerm));
     return nullptr;
   }
 };
@@ -36,7 +37,7 @@ int main() {
     std::printf("%d %d", id, grid);
     if (id)
       for (int b = 2; b <= 5; ++b)
-        if (const char* err = kbit::kbit_rows_dispatch(b, 0, id, Describe{})) std::printf(" error %s", err);
+        if (const char* err = kbit::kbit_rows_dispatch(b, 0, id, m, Describe{})) std::printf(" error %s", err);
     std::printf("\n");
   }
   return 0;
@@ -57,13 +58,26 @@ EXPECTED = {
     (16, *L70_GATEUP, 1, 4, 0): (0, 0),    # 2^26 weights and more: the decode kernel
     (16, *L70_DOWN, 1, 4, 0): (0, 0),
     (8, *Q_GATEUP, 1, 4, 0): (0, 0),       # M <= 8: the decode kernel's 8-row stages
-    (17, *Q_GATEUP, 1, 4, 0): (0, 0),
     (16, *Q_GATEUP, 4, 4, 0): (0, 0),      # grouped
     (16, *L70_GATEUP, 1, 4, 1): (1, 132),  # KBIT_KERNEL=rows: 14 granules, 2 K-groups of 7 warps
     (4, *L8_GATEUP, 1, 4, 1): (2, 132),    # (forced: any M <= 16)
     (16, 64, 640, 1, 4, 1): (3, 4),        # 10 K-tiles: fewer than 12 K-groups, so 6 of 64 rows
     (16, 64, 192, 1, 4, 1): (1, 4),        # 3 K-tiles: 2 K-groups
     (16, 64, 64, 1, 4, 1): (0, 0),         # one K-tile: none
+    # M = 17..32: 32 rows per stage, the same CTA shapes (3 K-groups of 4 warps at 128 rows)
+    (32, *L8_GATEUP, 1, 4, 0): (2, 132),   # K <= max(N, 2048): the rule takes it
+    (17, *Q_GATEUP, 1, 4, 0): (3, 132),
+    (24, *Q_GATEUP, 1, 2, 0): (3, 132),
+    (32, 4096, 2048, 1, 5, 0): (4, 132),   # Qwen3 q: 2 granules per CTA at most
+    (32, *Q_KV, 1, 4, 0): (4, 32),         # K = 2048 > N, but 2048; a granule per CTA
+    (32, *L8_DOWN, 1, 4, 0): (0, 0),       # K > max(N, 2048): the wgmma kernel
+    (32, *Q_DOWN, 1, 4, 0): (0, 0),
+    (32, 2048, 4096, 1, 4, 0): (0, 0),     # Qwen3 o
+    (32, *L70_GATEUP, 1, 4, 0): (0, 0),    # 2^26 weights and more
+    (32, *L8_DOWN, 1, 4, 1): (4, 132),     # KBIT_KERNEL=rows: wherever a configuration serves
+    (32, *L70_GATEUP, 1, 4, 1): (0, 0),    # no 224-row configuration at 32 rows
+    (33, *L8_GATEUP, 1, 4, 0): (0, 0),
+    (33, *L8_DOWN, 1, 4, 1): (0, 0),
 }
 
 
@@ -85,24 +99,25 @@ def test_rows_rule_choices(rule_exe):
     assert got == EXPECTED
 
 
-@pytest.mark.parametrize("m", [9, 16])
+@pytest.mark.parametrize("m", [9, 16, 32])
 def test_rows_every_cta_share_fits(rule_exe, m):
     """Every CTA's granules [c G / C, (c + 1) G / C) fit the configuration's
     rows, every granule has a CTA, and each configuration fits 227 KB."""
-    shapes = [(m, n, k, 1, 4, 0) for n in (16, 520, 2048, 4104, 5120, 9000, 14336, 16392)
+    shapes = [(m, n, k, 1, 4, int(m > 16)) for n in (16, 520, 2048, 4104, 5120, 9000, 14336, 16392)
               for k in (2048, 4096, 5120, 14336)]
     for (_, n, k, *_), r in zip(shapes, run(rule_exe, shapes)):
         id_, grid = r[:2]
-        if n * k >= 1 << 26:
+        if n * k >= 1 << 26 and m <= 16:
             assert id_ == 0
             continue
         assert id_ in (1, 2, 3, 4) and grid >= 1, (n, k, r)
-        per_bits = [r[2 + 5 * i: 7 + 5 * i] for i in range(4)]
+        per_bits = [r[2 + 6 * i: 8 + 6 * i] for i in range(4)]
         cta_rows = per_bits[0][2]
         granules = -(-n // 16)
         shares = [(c + 1) * granules // grid - c * granules // grid for c in range(grid)]
         assert min(shares) >= 1 and sum(shares) == granules
         assert max(shares) * 16 <= cta_rows, (n, k, shares, cta_rows)
-        for groups, warps, rows, stages, smem in per_bits:
+        for bits, (groups, warps, rows, stages, smem, pair_perm) in zip(range(2, 6), per_bits):
             assert rows == cta_rows and (k + 63) // 64 >= groups
             assert smem <= 227 * 1024
+            assert pair_perm == (m > 16 and bits == 4)   # K permuted by pairs at 32 rows, k = 4
