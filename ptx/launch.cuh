@@ -1126,8 +1126,8 @@ constexpr RowsShape rows_shape(int id, int rows, int bits) {
 }
 // K permuted by pairs (RowsConfig kPairPerm, kbit_rows.cuh stage_mma_pair_perm):
 // at 32 activation rows and k = 4, where it measured faster (H200 tc_bench,
-// docs/results.md v53: Llama-3-8B M = 32 gate/up 25.3 us against 28.1 without
-// it, down 28.2 against 33.8).
+// docs/results.md v53: Llama-3-8B M = 32 gate/up 25.2-25.5 us against
+// 28.1-28.2 without it, down 27.9-28.2 against 33.6-33.8).
 constexpr bool rows_pair_perm(int rows, int bits) { return rows == 32 && bits == 4; }
 inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
   *grid = 0;
@@ -1159,8 +1159,11 @@ inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
 // vs 10.6-10.7, Llama-3-8B gate/up 28.0-28.2 vs 29.3. Where K is larger than
 // both (down, o) it was slower: Qwen3 down 15.6 vs 14.2, o 13.8-13.9 vs
 // 13.3-13.5, Llama-3-8B down 33.6-33.9 vs 28.2-28.5. Those layers have
-// N / 32 <= 128 row tiles, so at most 128 CTAs of which some own only 16
-// rows of a 32-row warp tile, each walking a long K alone.
+// N <= 4096, so CTAs of one or two granules; a CTA of one granule computes a
+// zero-filled half of its 32-row warp tiles, and each walks a long K. With the
+// pair permutation, the rule's shapes against v52 (same document): Qwen3
+// gate/up 11.0-11.3 vs 14.1, q 9.5-9.8 vs 13.2, kv 8.8-9.0 vs 10.4-10.6,
+// Llama-3-8B gate/up 25.1-25.3 vs 29.2-29.8.
 inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
   if (a.E != 1 || a.M <= 8 || a.M > 32 || (long long)a.N * a.K >= (1ll << 26)) return false;
   return a.M <= 16 || a.K <= std::max(a.N, 2048);
