@@ -34,7 +34,7 @@ Environment
                                       elsewhere the choice by shape), or
                                       the CUDA-core kernel wherever it applies (dense
                                       M = 1; grouped), or the row-owning kernel wherever
-                                      it serves (dense M <= 16, sm90 family), instead of
+                                      it serves (dense M <= 32, sm90 family), instead of
                                       the choice by shape; to
                                       measure the crossover and test each kernel
 """
@@ -456,7 +456,7 @@ def _kbit_path(module, family, device) -> int:
     shape (KBIT_KERNEL=decode64), 5 the wgmma tiled kernel for every M
     (KBIT_KERNEL=wgmma, sm90 family), 6 the CUDA-core kernel wherever it
     applies (KBIT_KERNEL=gemv: dense M = 1, and grouped layers), 7 the
-    row-owning kernel wherever it serves (KBIT_KERNEL=rows: dense M <= 16,
+    row-owning kernel wherever it serves (KBIT_KERNEL=rows: dense M <= 32,
     sm90 family), 0 the choice by shape."""
     if family == "sm100" and tc_path_ok(module, "kbit_gemm", device):
         return 1

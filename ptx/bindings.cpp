@@ -142,7 +142,7 @@ std::string validate_kbit(const at::Tensor& a, const at::Tensor& bp, const at::T
 // shape; path 5: the wgmma tiled kernel for every M (sm90 family; elsewhere
 // path 0); path 6: the CUDA-core kernel wherever it applies (dense M = 1 and
 // grouped calls; elsewhere path 0); path 7: the row-owning kernel wherever
-// it serves (dense M <= 16, sm90 family; elsewhere path 0). Paths 2..7 measure the crossover and test each kernel and
+// it serves (dense M <= 32, sm90 family; elsewhere path 0). Paths 2..7 measure the crossover and test each kernel and
 // tile size at every shape.
 // Returns "" after launching, or a validation message (nothing launched).
 std::string kbit_gemm(at::Tensor a, at::Tensor b_packed, at::Tensor b_absmax, at::Tensor codebook,

@@ -340,7 +340,7 @@ inline int rows_grid(int N, int sms, int cta_rows) {
 // shared-memory limit; grid from rows_grid).
 template <class Cfg>
 const char* kbit_rows_launch(const KbitParams& kp, int grid, void* stream) {
-  if (kp.E != 1 || kp.M > Cfg::kRows || kp.M < 1 || grid < 1) return "kbit_rows: dense layers of M <= 32 only (16 for this configuration)";
+  if (kp.E != 1 || kp.M > Cfg::kRows || kp.M < 1 || grid < 1) return "kbit_rows: dense layers with at most the configuration's activation rows (16 or 32)";
   if (kp.layout.k_tiles < Cfg::kGroups) return "kbit_rows: fewer K-tiles than K-groups";
   RowsParams p;
   static_cast<KbitParams&>(p) = kp;

@@ -71,7 +71,7 @@ def test_kbit_each_kernel(spec, kernel, monkeypatch):
     wgmma tiled kernel for every M (sm90 family; elsewhere the shape rule), and
     the CUDA-core kernel wherever it applies (dense, M = 1; elsewhere the
     shape rule), and the row-owning kernel wherever it serves (dense
-    M <= 16, sm90 family; elsewhere the shape rule)."""
+    M <= 32, sm90 family; elsewhere the shape rule)."""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
     data, out = _run(spec)
     ok, msg = R.check_implementation(data, out)
