@@ -581,6 +581,9 @@ int main(int argc, char** argv) {
   run_case({"rowsP32_8b_down_m32_k2", 4096, 14336, 32, D, 0, 2}, RowsRunner<RowsV<2, 8, 1, 2, 2, 32, true>>{});
   run_case({"rowsP32_8b_down_m32_k3", 4096, 14336, 32, D, 0, 3}, RowsRunner<RowsV<3, 12, 1, 2, 2, 32, true>>{});
   run_case({"rowsP32_8b_down_m32_k5", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32, true>>{});
+  // (12 K-groups at k = 2 and 5: without the permutation they spill in the extension's build)
+  run_case({"rowsP32_8b_down_m32_k2_g12", 4096, 14336, 32, D, 0, 2}, RowsRunner<RowsV<2, 12, 1, 2, 2, 32, true>>{});
+  run_case({"rowsP32_8b_down_m32_k5_g12", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 2, 2, 32, true>>{});
   run_case({"rowsP32_qwen3_gateup_m32", 5120, 2048, 32, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 2, 32, true>>{});
   run_case({"rowsP32_qwen3_gateup_m32_k2", 5120, 2048, 32, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 2, 32, true>>{});
   run_case({"rowsP32_odd_m17_k2", 5128, 2080, 17, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 2, 32, true>>{});
