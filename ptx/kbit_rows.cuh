@@ -24,10 +24,15 @@
 //   dequantized fragment feeds four n8 MMA pairs instead of two.
 // The dequantization and MMAs per warp and K-tile are the decode kernel's
 // (kbit_decode.cuh: table, index words, decode_stage_scales, stage_mma),
-// except with kPairPerm (32 rows, k = 4): K permuted by pairs so that a lane
-// loads one block's plane words per row and K-tile instead of two, the scale
-// applied before the MMA (stage_mma_pair_perm below; design.md, "Fewer
-// plane-word loads").
+// except with kPairPerm (the rule: 32 rows, k = 4): K permuted by pairs so
+// that a lane loads one block's plane words per row and K-tile instead of
+// two, the scale applied before the MMA (dequant_pairs, stage_mma_pair_perm
+// below; design.md, "Fewer plane-word loads").
+//
+// Branch pairperm-all (compiled, not run): kPairPerm for k = 2, 3, 5 too
+// (dequant_pairs; the canonical table: kLanePerm off). tc_bench cases
+// rowsP32_*_k2/k3/k5 against rows32_*_k2/k3/k5 and the wgmma rule; if faster
+// in a harness A/B, rows_pair_perm (launch.cuh) becomes rows == 32.
 //
 // Measured: docs/results.md v52 (H100, M = 16) and v53 (H200, M = 32). At
 // M = 16 the Qwen3-Coder-Next layers 1.3-3.6 us faster than the decode
@@ -54,7 +59,11 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   // plane words only (half the plane-word loads), and the scale is applied
   // before the MMA.
   static constexpr bool kPairPerm = kPairPerm_;
-  static_assert(!kPairPerm || (kBits_ == 4 && !Base::kLanePerm), "pair permutation: k = 4, canonical table");
+  // A lane takes fields 2 (t % 2) and 2 (t % 2) + 1 of every index byte, not
+  // field t, so the lane-permuted table replicas (which rotate the fields by
+  // the lane's quarter t) do not fit it: the canonical table (this shadows
+  // Base::kLanePerm for every function templated on the configuration).
+  static constexpr bool kLanePerm = kPairPerm ? false : Base::kLanePerm;
   // Activation rows per stage: 16 (M <= 16), or 32 (M = 17..32: each
   // dequantized fragment feeds four n8 MMA pairs instead of two). The table,
   // index words and lane constants are the 16-row slot's (Base); the slot's
@@ -110,6 +119,51 @@ struct PairPermConsts {
       : w{IndexConsts<Cfg>(2 * (t & 1)), IndexConsts<Cfg>(2 * (t & 1) + 1)} {}
 };
 
+// The A registers of the four MMA steps of block b for rows g (pa) and g + 8
+// (pb), before scaling: f[s] = {row g field f0, row g + 8 field f0, row g
+// field f0 + 1, row g + 8 field f0 + 1} of index byte s (f0 = 2 (t % 2)), i.e.
+// a0..a3 of step s. Per k as dequant_block: k = 2 the row-pair table (rows g
+// and g + 8 in one 64-bit entry), k = 5 the 10-bit index with plane 4 in its
+// own word, k = 3 with the fourth field masked (no repeated rows here).
+template <class Cfg>
+__device__ __forceinline__ void dequant_pairs(uint32_t (&f)[4][4], const uint32_t (&pa)[Cfg::kBits],
+                                              const uint32_t (&pb)[Cfg::kBits], const PairPermConsts<Cfg>& icw,
+                                              uint32_t lut, uint32_t lane_word) {
+  static_assert(!Cfg::kLanePerm && !Cfg::kRepeatRows, "the canonical table without repeated rows");
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    const IndexConsts<Cfg>& ic = icw.w[w];
+    if constexpr (Cfg::kBits == 2) {
+      const uint32_t planes[4] = {pa[0], pa[1], pb[0], pb[1]};
+      const uint32_t q = index_word<Cfg, 4>(planes, ic);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const uint2 v = ptx::ld_shared_const_v2_u32(lut + ptx::prmt(q, lane_word, lut_sel(s)));
+        f[s][2 * w] = v.x;
+        f[s][2 * w + 1] = v.y;
+      }
+    } else if constexpr (Cfg::kBits == 5) {
+      const uint32_t pa4[4] = {pa[0], pa[1], pa[2], pa[3]}, pb4[4] = {pb[0], pb[1], pb[2], pb[3]};
+      const uint32_t la = index_word<Cfg, 4>(pa4, ic), lb = index_word<Cfg, 4>(pb4, ic);
+      const uint32_t ha = ptx::rotr(pa[4], ic.rot[4]) & 0x03030303u, hb = ptx::rotr(pb[4], ic.rot[4]) & 0x03030303u;
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        const uint32_t sel = uint32_t(s) | uint32_t(4 + s) << 4 | uint32_t(12 + s) << 8 | uint32_t(12 + s) << 12;
+        f[s][2 * w] = ptx::ld_shared_const_u32(lut + (ptx::prmt(la, ha, sel) << 6) + lane_word);
+        f[s][2 * w + 1] = ptx::ld_shared_const_u32(lut + (ptx::prmt(lb, hb, sel) << 6) + lane_word);
+      }
+    } else {
+      constexpr uint32_t kClean = Cfg::kBits == 4 ? 0xFFFFFFFFu : 0x3F3F3F3Fu;
+      const uint32_t xa = index_word<Cfg, Cfg::kBits>(pa, ic) & kClean, xb = index_word<Cfg, Cfg::kBits>(pb, ic) & kClean;
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        f[s][2 * w] = lookup_byte(lut, xa, lane_word, lut_sel(s));
+        f[s][2 * w + 1] = lookup_byte(lut, xb, lane_word, lut_sel(s));
+      }
+    }
+  }
+}
+
 template <class Cfg>
 __device__ __forceinline__ void stage_mma_pair_perm(float (&acc)[Cfg::kNT][Cfg::kAccRegs], const uint32_t* w_s,
                                                     const float* scales, uint32_t act_s, const PairPermConsts<Cfg>& icw,
@@ -128,18 +182,15 @@ __device__ __forceinline__ void stage_mma_pair_perm(float (&acc)[Cfg::kNT][Cfg::
     const int r = nt * 16 + g;
     const uint32_t sa = Elem<T>::pack(scales[2 * r + b], scales[2 * r + b]);
     const uint32_t sb = Elem<T>::pack(scales[2 * (r + 8) + b], scales[2 * (r + 8) + b]);
-    uint32_t pa[4], pb[4];
-    load_planes<4>(pa, w_s + (r * 2 + b) * 4);
-    load_planes<4>(pb, w_s + ((r + 8) * 2 + b) * 4);
-    const uint32_t xa[2] = {index_word<Cfg, 4>(pa, icw.w[0]), index_word<Cfg, 4>(pa, icw.w[1])};
-    const uint32_t xb[2] = {index_word<Cfg, 4>(pb, icw.w[0]), index_word<Cfg, 4>(pb, icw.w[1])};
+    uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
+    load_planes<Cfg::kBits>(pa, w_s + (r * 2 + b) * Cfg::kBits);
+    load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + b) * Cfg::kBits);
+    uint32_t f[4][4];
+    dequant_pairs<Cfg>(f, pa, pb, icw, lut_s, lane_word);
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-      uint32_t a[4];
-      a[0] = Elem<T>::mul2(lookup_byte(lut_s, xa[0], lane_word, lut_sel(s)), sa);
-      a[1] = Elem<T>::mul2(lookup_byte(lut_s, xb[0], lane_word, lut_sel(s)), sb);
-      a[2] = Elem<T>::mul2(lookup_byte(lut_s, xa[1], lane_word, lut_sel(s)), sa);
-      a[3] = Elem<T>::mul2(lookup_byte(lut_s, xb[1], lane_word, lut_sel(s)), sb);
+      const uint32_t a[4] = {Elem<T>::mul2(f[s][0], sa), Elem<T>::mul2(f[s][1], sb), Elem<T>::mul2(f[s][2], sa),
+                             Elem<T>::mul2(f[s][3], sb)};
 #pragma unroll
       for (int h = 0; h < Cfg::kMH; ++h) {
         float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[nt][4 * h]);

@@ -574,6 +574,22 @@ int main(int argc, char** argv) {
   run_case({"rowsP_odd_m9", 5128, 2080, 9, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 3, 16, true>>{});
   run_case({"rowsP32_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32, true>>{});
   run_case({"rowsP32_8b_down_m32", 4096, 14336, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
+  // (k = 2, 3, 5 with the permutation: the rule's shapes at 32 rows, against rows32_*_k2/k3/k5 below)
+  run_case({"rowsP32_8b_gateup_m32_k2", 14336, 4096, 32, D, 0, 2}, RowsRunner<RowsV<2, 3, 4, 2, 2, 32, true>>{});
+  run_case({"rowsP32_8b_gateup_m32_k3", 14336, 4096, 32, D, 0, 3}, RowsRunner<RowsV<3, 3, 4, 2, 2, 32, true>>{});
+  run_case({"rowsP32_8b_gateup_m32_k5", 14336, 4096, 32, D, 0, 5}, RowsRunner<RowsV<5, 3, 4, 2, 2, 32, true>>{});
+  run_case({"rowsP32_8b_down_m32_k2", 4096, 14336, 32, D, 0, 2}, RowsRunner<RowsV<2, 8, 1, 2, 2, 32, true>>{});
+  run_case({"rowsP32_8b_down_m32_k3", 4096, 14336, 32, D, 0, 3}, RowsRunner<RowsV<3, 12, 1, 2, 2, 32, true>>{});
+  run_case({"rowsP32_8b_down_m32_k5", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32, true>>{});
+  // (12 K-groups at k = 2 and 5: without the permutation they spill in the extension's build)
+  run_case({"rowsP32_8b_down_m32_k2_g12", 4096, 14336, 32, D, 0, 2}, RowsRunner<RowsV<2, 12, 1, 2, 2, 32, true>>{});
+  run_case({"rowsP32_8b_down_m32_k5_g12", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 2, 2, 32, true>>{});
+  run_case({"rowsP32_qwen3_gateup_m32", 5120, 2048, 32, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 2, 32, true>>{});
+  run_case({"rowsP32_qwen3_gateup_m32_k2", 5120, 2048, 32, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 2, 32, true>>{});
+  run_case({"rowsP32_odd_m17_k2", 5128, 2080, 17, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 2, 32, true>>{});
+  run_case({"rowsP32_odd_m17_k3", 5128, 2080, 17, D, 0, 3}, RowsRunner<RowsV<3, 6, 2, 2, 2, 32, true>>{});
+  run_case({"rowsP32_odd_m17_k5", 5128, 2080, 17, D, 0, 5}, RowsRunner<RowsV<5, 6, 2, 2, 2, 32, true>>{});
+  run_case({"rowsP_odd_m9_k2", 5128, 2080, 9, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 3, 16, true>>{});
   // 32 activation rows per stage (M = 17..32; KBIT_KERNEL=rows's configurations, then variants),
   // against the wgmma kernel's rule below.
   run_case({"rows32_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32>>{});
@@ -586,6 +602,11 @@ int main(int argc, char** argv) {
   run_case({"rows32_odd_m17", 5128, 2080, 17, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 2, 32>>{});
   run_case({"rows32_8b_down_m32_k2", 4096, 14336, 32, D, 0, 2}, RowsRunner<RowsV<2, 8, 1, 2, 2, 32>>{});
   run_case({"rows32_8b_down_m32_k5", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32>>{});
+  run_case({"rows32_8b_down_m32_k3", 4096, 14336, 32, D, 0, 3}, RowsRunner<RowsV<3, 12, 1, 2, 2, 32>>{});
+  run_case({"rows32_8b_gateup_m32_k2", 14336, 4096, 32, D, 0, 2}, RowsRunner<RowsV<2, 3, 4, 2, 2, 32>>{});
+  run_case({"rows32_8b_gateup_m32_k3", 14336, 4096, 32, D, 0, 3}, RowsRunner<RowsV<3, 3, 4, 2, 2, 32>>{});
+  run_case({"rows32_8b_gateup_m32_k5", 14336, 4096, 32, D, 0, 5}, RowsRunner<RowsV<5, 3, 4, 2, 2, 32>>{});
+  run_case({"rows32_qwen3_gateup_m32_k2", 5120, 2048, 32, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 2, 32>>{});
 #ifdef TC_ROWS_ONLY   // the row-owning kernel and the decode configurations beside it alone: a faster build
   (void)T;
   run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
