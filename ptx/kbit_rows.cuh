@@ -24,15 +24,11 @@
 //   dequantized fragment feeds four n8 MMA pairs instead of two.
 // The dequantization and MMAs per warp and K-tile are the decode kernel's
 // (kbit_decode.cuh: table, index words, decode_stage_scales, stage_mma),
-// except with kPairPerm (the rule: 32 rows, k = 4): K permuted by pairs so
-// that a lane loads one block's plane words per row and K-tile instead of
-// two, the scale applied before the MMA (dequant_pairs, stage_mma_pair_perm
-// below; design.md, "Fewer plane-word loads").
-//
-// Branch pairperm-all (compiled, not run): kPairPerm for k = 2, 3, 5 too
-// (dequant_pairs; the canonical table: kLanePerm off). tc_bench cases
-// rowsP32_*_k2/k3/k5 against rows32_*_k2/k3/k5 and the wgmma rule; if faster
-// in a harness A/B, rows_pair_perm (launch.cuh) becomes rows == 32.
+// except with kPairPerm (launch.cuh rows_pair_perm: 32 rows, every k): K
+// permuted by pairs so that a lane loads one block's plane words per row and
+// K-tile instead of two, and the scale is applied before the MMA
+// (dequant_pairs, stage_mma_pair_perm below; design.md, "Fewer plane-word
+// loads"). It uses the canonical codebook table (kLanePerm off).
 //
 // Measured: docs/results.md v52 (H100, M = 16) and v53 (H200, M = 32). At
 // M = 16 the Qwen3-Coder-Next layers 1.3-3.6 us faster than the decode

@@ -1112,8 +1112,9 @@ struct RunFn {
 // * M = 17..32: 32 rows per stage,
 //   2 stages, at most 12 warps (with 14 or 16, 32 accumulators and 32 B
 //   fragment registers per thread spill): 2 up to 128 rows (3 x 4), 3 up to
-//   64 (6 x 2), 4 up to 32 (12 x 1; 8 x 1 at k = 2 and 5, which spill with
-//   12 in the extension's build). No 224-row configuration (groups 0).
+//   64 (6 x 2), 4 up to 32 (12 x 1). No 224-row configuration (groups 0).
+//   (Without the pair permutation, 12 x 1 spilled at k = 2 and 5; with it
+//   they compile to 144 and 154 registers.)
 struct RowsShape {
   int groups, warps, stages;
 };
@@ -1122,13 +1123,16 @@ constexpr RowsShape rows_shape(int id, int rows, int bits) {
   return rows <= 16 ? (id == 1 ? RowsShape{2, 7, 3} : id == 2 ? RowsShape{4, 4, 3} : id == 3 ? RowsShape{6, 2, 3}
                                                                                               : RowsShape{12, 1, 3})
                     : (id == 1 ? RowsShape{0, 7, 2} : id == 2 ? RowsShape{3, 4, 2} : id == 3 ? RowsShape{6, 2, 2}
-                                                                                              : RowsShape{bits == 2 || bits == 5 ? 8 : 12, 1, 2});
+                                                                                              : RowsShape{12, 1, 2});
 }
-// K permuted by pairs (RowsConfig kPairPerm, kbit_rows.cuh stage_mma_pair_perm):
-// at 32 activation rows and k = 4, where it measured faster (H200 tc_bench,
-// docs/results.md v53: Llama-3-8B M = 32 gate/up 25.2-25.5 us against
-// 28.1-28.2 without it, down 27.9-28.2 against 33.6-33.8).
-constexpr bool rows_pair_perm(int rows, int bits) { return rows == 32 && bits == 4; }
+// K permuted by pairs (RowsConfig kPairPerm, kbit_rows.cuh stage_mma_pair_perm
+// and dequant_pairs): at 32 activation rows, every k, where it measured faster
+// (H200 tc_bench, graph us, docs/results.md v53 and v54). Llama-3-8B M = 32
+// gate/up against the same CTA shape without it: k = 2 23.7-23.8 vs 27.5-27.9,
+// k = 3 27.2-28.0 vs 29.0-29.4, k = 4 24.8-25.0 vs 28.2-28.7, k = 5 28.0-28.1
+// vs 32.0-32.4. At 16 rows it changed nothing (v53), so those keep the plain
+// order.
+constexpr bool rows_pair_perm(int rows) { return rows == 32; }
 inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
   *grid = 0;
   if (a.E != 1 || a.M > 32) return 0;
@@ -1174,10 +1178,10 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
   case ID:                                                                                                        \
     return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, rows_shape(ID, R, BITS).groups,           \
                                                    rows_shape(ID, R, BITS).warps, kRowsNT,                        \
-                                                   rows_shape(ID, R, BITS).stages, R, rows_pair_perm(R, BITS)>>() \
+                                                   rows_shape(ID, R, BITS).stages, R, rows_pair_perm(R)>>() \
                 : f.template operator()<RowsConfig<BITS, __half, rows_shape(ID, R, BITS).groups,                  \
                                                    rows_shape(ID, R, BITS).warps, kRowsNT,                        \
-                                                   rows_shape(ID, R, BITS).stages, R, rows_pair_perm(R, BITS)>>();
+                                                   rows_shape(ID, R, BITS).stages, R, rows_pair_perm(R)>>();
 #define KBIT_ROWS_ID_(BITS)        \
   if (m <= 16) {                   \
     switch (id) {                  \

@@ -232,9 +232,10 @@ def test_kbit_rows_32_activation_rows(bits, dtype, m, n, k, forced, monkeypatch)
     the rule gives it since v53 (K <= max(N, 2048): Llama-3-8B gate/up; N %
     16 == 8 with K % 64 == 32, so a CTA's last warp tile and the last K-tile
     are partial; a layer of 33 granules) and, forced, a down-projection shape
-    (12 K-groups of one warp). At k = 4 K is permuted by pairs (the scale
-    applied before the MMA). Every run passes the checker and gives the same
-    bits (the K-groups' sums meet in a fixed order)."""
+    (12 K-groups of one warp, also at k = 2 and 5 since v54). K is permuted
+    by pairs (the scale applied before the MMA): at k = 4 since v53, at every
+    k since v54. Every run passes the checker and gives the same bits (the
+    K-groups' sums meet in a fixed order)."""
     if forced:
         monkeypatch.setenv("KBIT_KERNEL", "rows")
     else:
