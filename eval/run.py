@@ -55,8 +55,11 @@ EXIT_OK, EXIT_CUDA_FAIL, EXIT_VALIDATION_FAIL, EXIT_BAD_SPEC = 0, 110, 112, 113
 # Task specs
 # ----------------------------------------------------------------------------
 
-def load_tasks(problem: str) -> dict:
-    path = TASKS / f"{problem}.json"
+def load_tasks(problem: str, folder: Path = TASKS) -> dict:
+    """The task specs of a problem: FOLDER/<problem>.json (by default the
+    leaderboard's, eval/tasks; --tasks names another folder, e.g.
+    eval/tasks/extra)."""
+    path = Path(folder) / f"{problem}.json"
     if not path.exists():
         raise FileNotFoundError(f"no task specs for {problem!r} at {path}")
     tasks = json.loads(path.read_text())
@@ -414,8 +417,8 @@ class Result:
     baselines_graph: dict = field(default_factory=dict)
 
 
-def run_tests(problem, mod, device, popcorn, results, log):
-    tasks = load_tasks(problem)["tests"]
+def run_tests(problem, mod, device, popcorn, results, log, folder=TASKS):
+    tasks = load_tasks(problem, folder).get("tests", [])
     for i, spec in enumerate(tasks):
         name = spec_name(spec)
         popcorn.log(f"test.{i}.spec", format_spec(spec))
@@ -437,7 +440,7 @@ def run_tests(problem, mod, device, popcorn, results, log):
 
 
 def run_benchmarks(problem, mod, device, popcorn, results, log, args, read_gbs, leaderboard=False):
-    tasks = load_tasks(problem)["benchmarks"]
+    tasks = load_tasks(problem, args.tasks).get("benchmarks", [])
     if device.type != "cuda":
         tasks = [s for s in tasks if s.get("cpu")]
     if args.filter:
@@ -563,7 +566,7 @@ def summarize(results: list, log) -> None:
 
 
 def run_profile(problem, mod, device, args, log):
-    tasks = load_tasks(problem)["benchmarks"]
+    tasks = load_tasks(problem, args.tasks).get("benchmarks", [])
     if device.type != "cuda":
         tasks = [s for s in tasks if s.get("cpu")]
     if args.filter:
@@ -778,6 +781,8 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=2.0, help="time budget per timed case")
     ap.add_argument("--no-recheck", action="store_true", help="leaderboard: skip re-checking outputs")
     ap.add_argument("--family", action="append", help="compile mode: families (default: all)")
+    ap.add_argument("--tasks", default=str(TASKS),
+                    help="folder of task specs, <problem>.json (default: the leaderboard's, eval/tasks)")
     args = ap.parse_args(argv)
 
     def log(msg=""):
@@ -788,7 +793,10 @@ def main(argv=None) -> int:
         fams = args.family or list(S.FAMILIES)
         return EXIT_OK if run_compile(fams, log) else 1
 
-    problems = args.problem or list(PROBLEMS)
+    # (Without --problem: the problems that the tasks folder has specs for.)
+    problems = args.problem or [p for p in PROBLEMS if (Path(args.tasks) / f"{p}.json").exists()]
+    if not problems:
+        ap.error(f"no task specs (<problem>.json) in {args.tasks}")
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
@@ -806,7 +814,7 @@ def main(argv=None) -> int:
         for mode in modes:
             log(f"\n### {problem}: {mode}")
             if mode == "test":
-                run_tests(problem, mod, device, popcorn, results, log)
+                run_tests(problem, mod, device, popcorn, results, log, args.tasks)
             elif mode == "profile":
                 run_profile(problem, mod, device, args, log)
             else:

@@ -97,13 +97,14 @@ if has variants; then
   for i in "${!vs[@]}"; do echo "v$i: ${vs[$i]}"; done
   print_table "${ROUNDS:-1}" $(for i in "${!vs[@]}"; do echo "v$i=v${i}_"; done)
 fi
-# A/B against build/old: both trees in one call, alternating (each builds in its own directory).
+# A/B against build/old: both trees in one call, alternating (each builds in its own directory),
+# both timed by this tree's harness (build/old's submission.py through --submission).
 # Odd rounds run this tree first, even rounds build/old first: in v41 the tree run first in every
 # round was 0.33 us slower on average where both trees had the same kernel code (docs/results.md v41).
 if has ab; then
   ab_new() { python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/new$1.json" "${@:2}" > "$OUT/new$1.txt" 2>&1; }
-  ab_old() { (cd build/old && KBIT_BUILD_DIR=/tmp/kbit_build_old python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} \
-      --json "$OUT/old$1.json" "${@:2}" > "$OUT/old$1.txt" 2>&1); }
+  ab_old() { KBIT_BUILD_DIR=/tmp/kbit_build_old python3 eval/run.py --submission build/old/submission.py --mode benchmark \
+      ${BENCH:+--filter "$BENCH"} --json "$OUT/old$1.json" "${@:2}" > "$OUT/old$1.txt" 2>&1; }
   for r in $(seq "${ROUNDS:-2}"); do
     if [ $((r % 2)) = 1 ]; then ab_new "$r" "$@"; ab_old "$r" "$@"; else ab_old "$r" "$@"; ab_new "$r" "$@"; fi
   done
