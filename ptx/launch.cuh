@@ -1169,8 +1169,7 @@ inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
 // gate/up 11.0-11.3 vs 14.1, q 9.5-9.8 vs 13.2, kv 8.8-9.0 vs 10.4-10.6,
 // Llama-3-8B gate/up 25.1-25.3 vs 29.2-29.8.
 inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
-  if (a.E != 1 || a.M <= 8 || a.M > 32 || (long long)a.N * a.K >= (1ll << 26)) return false;
-  return a.M <= 16 || a.K <= std::max(a.N, 2048);
+  return a.E == 1 && a.M > 8 && a.M <= 32 && (long long)a.N * a.K < (1ll << 26);
 }
 template <class F>
 const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {

@@ -65,15 +65,17 @@ EXPECTED = {
     (16, 64, 192, 1, 4, 1): (1, 4),        # 3 K-tiles: 2 K-groups
     (16, 64, 64, 1, 4, 1): (0, 0),         # one K-tile: none
     # M = 17..32: 32 rows per stage, the same CTA shapes (3 K-groups of 4 warps at 128 rows)
-    (32, *L8_GATEUP, 1, 4, 0): (2, 132),   # K <= max(N, 2048): the rule takes it
+    (32, *L8_GATEUP, 1, 4, 0): (2, 132),   # dense below 2^26 weights: the rule takes it
     (17, *Q_GATEUP, 1, 4, 0): (3, 132),
     (24, *Q_GATEUP, 1, 2, 0): (3, 132),
     (32, 4096, 2048, 1, 5, 0): (4, 132),   # Qwen3 q: 2 granules per CTA at most
-    (32, *Q_KV, 1, 4, 0): (4, 32),         # K = 2048 > N, but 2048; a granule per CTA
-    (32, *L8_DOWN, 1, 4, 0): (0, 0),       # K > max(N, 2048): the wgmma kernel
-    (32, *Q_DOWN, 1, 4, 0): (0, 0),
-    (32, 2048, 4096, 1, 4, 0): (0, 0),     # Qwen3 o
-    (32, *L70_GATEUP, 1, 4, 0): (0, 0),    # 2^26 weights and more
+    (32, *Q_KV, 1, 4, 0): (4, 32),         # a granule per CTA
+    (32, *L8_DOWN, 1, 4, 0): (4, 132),     # K > N (since v54; the wgmma kernel before)
+    (20, *L8_DOWN, 1, 2, 0): (4, 132),
+    (32, *Q_DOWN, 1, 5, 0): (4, 128),
+    (32, 2048, 4096, 1, 3, 0): (4, 128),   # Qwen3 o
+    (32, *L70_GATEUP, 1, 4, 0): (0, 0),    # 2^26 weights and more: the wgmma kernel
+    (32, *L70_DOWN, 1, 4, 0): (0, 0),
     (32, *L8_DOWN, 1, 4, 1): (4, 132),     # KBIT_KERNEL=rows: wherever a configuration serves
     (32, *L70_GATEUP, 1, 4, 1): (0, 0),    # no 224-row configuration at 32 rows
     (33, *L8_GATEUP, 1, 4, 0): (0, 0),
