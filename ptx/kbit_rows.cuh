@@ -1,7 +1,6 @@
 // kbit_rows.cuh — the row-owning kernel (sm90 family): dense kbit_gemm at
-// M = 9..32 on layers below 2^26 weights (launch.cuh rows_kernel_pays: at
-// M = 17..32 only where K <= max(N, 2048); any M <= 32 under
-// KBIT_KERNEL=rows). It takes away the two costs docs/results.md v51
+// M = 9..32 on layers below 2^26 weights (launch.cuh rows_kernel_pays; any
+// M <= 32 under KBIT_KERNEL=rows). It takes away the two costs docs/results.md v51
 // measured in the decode kernel's 16-row slots: each warp copying its own
 // activations, and tiles split between CTAs finished through the workspace.
 //

@@ -1155,19 +1155,17 @@ inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
 // warp tiles are 8-10 us slower (two dequantization chains per warp, not
 // four), and the 64-row-warp configurations 2 us slower in tc_bench.
 //
-// At M = 17..32 (32 activation rows per stage) it takes the layers whose K is
-// at most max(N, 2048): there the wgmma kernel's 32-row tiles were slower.
-// Harness A/B, H200, graph us, two rounds (docs/results.md v53), forced rows
-// (before the pair permutation) against the wgmma rule at M = 32: Qwen3-Coder-
-// Next gate/up 12.0-12.1 vs 13.9-14.0, q 10.1-10.3 vs 12.8-13.0, kv 9.2-9.4
-// vs 10.6-10.7, Llama-3-8B gate/up 28.0-28.2 vs 29.3. Where K is larger than
-// both (down, o) it was slower: Qwen3 down 15.6 vs 14.2, o 13.8-13.9 vs
-// 13.3-13.5, Llama-3-8B down 33.6-33.9 vs 28.2-28.5. Those layers have
-// N <= 4096, so CTAs of one or two granules; a CTA of one granule computes a
-// zero-filled half of its 32-row warp tiles, and each walks a long K. With the
-// pair permutation, the rule's shapes against v52 (same document): Qwen3
-// gate/up 11.0-11.3 vs 14.1, q 9.5-9.8 vs 13.2, kv 8.8-9.0 vs 10.4-10.6,
-// Llama-3-8B gate/up 25.1-25.3 vs 29.2-29.8.
+// At M = 17..32 (32 activation rows per stage, K permuted by pairs) it takes
+// the same layers, where the wgmma kernel's 32-row tiles were slower.
+// Harness A/B, H200, graph us, two rounds: the gate/up, q and kv layers at
+// k = 4 against v52 (docs/results.md v53): Qwen3-Coder-Next gate/up 11.0-11.3
+// vs 14.1, q 9.5-9.8 vs 13.2, kv 8.8-9.0 vs 10.4-10.6, Llama-3-8B gate/up
+// 25.1-25.3 vs 29.2-29.8. The down and o layers (K > N), forced rows against
+// the wgmma kernel (v54): Llama-3-8B down k = 2 23.9-24.3 vs 25.7-25.9, k = 4
+// 27.9 vs 28.1-28.3, k = 5 30.3-30.8 vs 34.3; Qwen3 down k = 4 13.4 vs
+// 14.1-14.5, o 11.7-12.4 vs 13.4; level at Qwen3 down k = 3 and at M = 20 on
+// Qwen3 down and 8B down. (Before the permutation those layers were 1.4-5.4 us
+// slower on the row-owning kernel, v53, and the rule left them to wgmma.)
 inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
   return a.E == 1 && a.M > 8 && a.M <= 32 && (long long)a.N * a.K < (1ll << 26);
 }

@@ -94,6 +94,24 @@ def test_main_cpu_test_mode(tmp_path, monkeypatch):
     assert len(res) == len(run.load_tasks("nvfp4_gemv")["tests"]) and all(r["ok"] for r in res)
 
 
+def test_main_tasks_folder(tmp_path, monkeypatch):
+    """--tasks: specs from another folder; without --problem, only the problems
+    it has a file for; a folder without any is an error; the extra benchmark
+    set is well formed (GPU-only specs with unique names)."""
+    monkeypatch.setenv("KBIT_PORTABLE", "1")
+    spec = dict(problem="kbit_gemm", m=3, n=40, k=64, bits=2, dtype="float16", experts=1, seed=7)
+    (tmp_path / "kbit_gemm.json").write_text(json.dumps({"tests": [spec]}))
+    out = tmp_path / "r.json"
+    assert run.main(["--mode", "test", "--tasks", str(tmp_path), "--json", str(out)]) == 0
+    res = json.loads(out.read_text())
+    assert [(r["problem"], r["spec"]["m"], r["spec"]["n"]) for r in res] == [("kbit_gemm", 3, 40)] and res[0]["ok"]
+    with pytest.raises(SystemExit):
+        run.main(["--mode", "test", "--tasks", str(tmp_path / "none")])
+    extra = run.load_tasks("kbit_gemm", run.TASKS / "extra")["benchmarks"]
+    names = [run.spec_name(s) for s in extra]
+    assert extra and len(names) == len(set(names)) and not any(s.get("cpu") for s in extra)
+
+
 def test_failing_submission_exit_code(tmp_path, monkeypatch):
     bad = tmp_path / "bad.py"
     bad.write_text("def custom_kernel(data):\n    return data[6]\n")      # returns the garbage c
