@@ -300,8 +300,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
     return;
   }
 
-  const IndexConsts<Cfg> ic(t);
-  const auto icw = [&] {   // kPairPerm: index-word constants of fields 2 (t % 2) and 2 (t % 2) + 1
+  // The index-word constants: a lane's fields (ic), or with kPairPerm those of
+  // fields 2 (t % 2) and 2 (t % 2) + 1 (icw). Each is built only where used: the
+  // opaque moves of kOpaqueConsts are not removed as dead code.
+  const auto ic = [&] {
+    if constexpr (!Cfg::kPairPerm) return IndexConsts<Cfg>(t);
+    else return 0;
+  }();
+  const auto icw = [&] {
     if constexpr (Cfg::kPairPerm) return PairPermConsts<Cfg>(t);
     else return 0;
   }();

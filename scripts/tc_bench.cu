@@ -590,6 +590,25 @@ int main(int argc, char** argv) {
   run_case({"rowsP32_odd_m17_k3", 5128, 2080, 17, D, 0, 3}, RowsRunner<RowsV<3, 6, 2, 2, 2, 32, true>>{});
   run_case({"rowsP32_odd_m17_k5", 5128, 2080, 17, D, 0, 5}, RowsRunner<RowsV<5, 6, 2, 2, 2, 32, true>>{});
   run_case({"rowsP_odd_m9_k2", 5128, 2080, 9, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 3, 16, true>>{});
+  // K-groups against K-tiles at 32 rows (v54: Qwen3 q at k = 5 lost 0.3-0.6 us with 12 groups of
+  // one warp, 2-3 K-tiles each; 8B down at k = 5 gained 3 us with them). _gG: G groups; _p: K by
+  // pairs (the rule's), _n: without.
+  run_case({"kg_qwen3_q_m32_k5_g12p", 4096, 2048, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_q_m32_k5_g8p", 4096, 2048, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_q_m32_k5_g6p", 4096, 2048, 32, D, 0, 5}, RowsRunner<RowsV<5, 6, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_q_m32_k5_g8n", 4096, 2048, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32>>{});
+  run_case({"kg_qwen3_q_m32_k4_g12p", 4096, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_q_m32_k4_g8p", 4096, 2048, 32, D, 0}, RowsRunner<RowsV<4, 8, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_q_m32_k2_g12p", 4096, 2048, 32, D, 0, 2}, RowsRunner<RowsV<2, 12, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_q_m32_k2_g8p", 4096, 2048, 32, D, 0, 2}, RowsRunner<RowsV<2, 8, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_kv_m32_k5_g12p", 512, 2048, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_kv_m32_k5_g8p", 512, 2048, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_o_m32_k5_g12p", 2048, 4096, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_o_m32_k5_g8p", 2048, 4096, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_down_m32_k5_g12p", 2048, 5120, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 2, 2, 32, true>>{});
+  run_case({"kg_qwen3_down_m32_k5_g8p", 2048, 5120, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32, true>>{});
+  run_case({"kg_8b_down_m32_k5_g12p", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 2, 2, 32, true>>{});
+  run_case({"kg_8b_down_m32_k5_g8p", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32, true>>{});
   // 32 activation rows per stage (M = 17..32; KBIT_KERNEL=rows's configurations, then variants),
   // against the wgmma kernel's rule below.
   run_case({"rows32_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32>>{});
