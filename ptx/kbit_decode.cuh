@@ -395,6 +395,11 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
 __device__ __forceinline__ uint32_t lookup_byte(uint32_t lut, uint32_t index_word, uint32_t lane_word, uint32_t sel) {
   return ptx::ld_shared_const_u32(lut + ptx::prmt(index_word, lane_word, sel));
 }
+// k = 2's row-pair table: one 64-bit entry holds the pair of row g (x) and of
+// row g + 8 (y).
+__device__ __forceinline__ uint2 lookup_row_pair(uint32_t lut, uint32_t index_word, uint32_t lane_word, uint32_t sel) {
+  return ptx::ld_shared_const_v2_u32(lut + ptx::prmt(index_word, lane_word, sel));
+}
 
 // The lane's index-word constants: rot[b] moves plane b's pair bits from
 // 8i + 2t to their field, mask[b] (b = 1..3, kLanePerm) selects that field.
@@ -434,6 +439,14 @@ __device__ __forceinline__ uint32_t index_word(const uint32_t (&p)[kPlanes], con
     return w;
   }
 }
+// k = 2: the two planes of rows g (pa) and g + 8 (pb) merged as k = 4's four,
+// the index word of the row-pair table (lookup_row_pair).
+template <class Cfg>
+__device__ __forceinline__ uint32_t row_pair_index_word(const uint32_t (&pa)[2], const uint32_t (&pb)[2],
+                                                        const IndexConsts<Cfg>& ic) {
+  const uint32_t planes[4] = {pa[0], pa[1], pb[0], pb[1]};
+  return index_word<Cfg, 4>(planes, ic);
+}
 
 template <class Cfg>
 __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint32_t (&pa)[Cfg::kBits],
@@ -443,11 +456,10 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint
     // The four planes of rows g and g + 8 merged as k = 4's two: byte i of q
     // holds pair i of row g in fields 0, 1 and of row g + 8 in fields 2, 3
     // (fields 2b, 2b + 1 with kLanePerm lie where index_word puts them).
-    const uint32_t planes[4] = {pa[0], pa[1], pb[0], pb[1]};
-    const uint32_t q = index_word<Cfg, 4>(planes, ic);
+    const uint32_t q = row_pair_index_word<Cfg>(pa, pb, ic);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const uint2 v = ptx::ld_shared_const_v2_u32(lut + ptx::prmt(q, lane_word, lut_sel(i)));
+      const uint2 v = lookup_row_pair(lut, q, lane_word, lut_sel(i));
       frag[i >> 1][(i & 1) * 2] = v.x;
       frag[i >> 1][(i & 1) * 2 + 1] = v.y;
     }

@@ -129,11 +129,10 @@ __device__ __forceinline__ void dequant_pairs(uint32_t (&f)[4][4], const uint32_
   for (int w = 0; w < 2; ++w) {
     const IndexConsts<Cfg>& ic = icw.w[w];
     if constexpr (Cfg::kBits == 2) {
-      const uint32_t planes[4] = {pa[0], pa[1], pb[0], pb[1]};
-      const uint32_t q = index_word<Cfg, 4>(planes, ic);
+      const uint32_t q = row_pair_index_word<Cfg>(pa, pb, ic);
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        const uint2 v = ptx::ld_shared_const_v2_u32(lut + ptx::prmt(q, lane_word, lut_sel(s)));
+        const uint2 v = lookup_row_pair(lut, q, lane_word, lut_sel(s));
         f[s][2 * w] = v.x;
         f[s][2 * w + 1] = v.y;
       }
