@@ -395,6 +395,11 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
 __device__ __forceinline__ uint32_t lookup_byte(uint32_t lut, uint32_t index_word, uint32_t lane_word, uint32_t sel) {
   return ptx::ld_shared_const_u32(lut + ptx::prmt(index_word, lane_word, sel));
 }
+// k = 2's row-pair table: one 64-bit entry holds the pair of row g (x) and of
+// row g + 8 (y).
+__device__ __forceinline__ uint2 lookup_row_pair(uint32_t lut, uint32_t index_word, uint32_t lane_word, uint32_t sel) {
+  return ptx::ld_shared_const_v2_u32(lut + ptx::prmt(index_word, lane_word, sel));
+}
 
 // The lane's index-word constants: rot[b] moves plane b's pair bits from
 // 8i + 2t to their field, mask[b] (b = 1..3, kLanePerm) selects that field.
@@ -434,6 +439,37 @@ __device__ __forceinline__ uint32_t index_word(const uint32_t (&p)[kPlanes], con
     return w;
   }
 }
+// k = 5: the 10-bit indices of the four pairs of rows g (a) and g + 8 (b),
+// bits 0..7 in byte i of lo (planes 0..3, index_word) and bits 8, 9 in byte i
+// of hi (plane 4).
+struct Index10 {
+  uint32_t lo, hi;
+};
+template <class Cfg>
+__device__ __forceinline__ void index10_words(const uint32_t (&pa)[5], const uint32_t (&pb)[5],
+                                              const IndexConsts<Cfg>& ic, Index10& a, Index10& b) {
+  const uint32_t pa4[4] = {pa[0], pa[1], pa[2], pa[3]}, pb4[4] = {pb[0], pb[1], pb[2], pb[3]};
+  a.lo = index_word<Cfg, 4>(pa4, ic);
+  b.lo = index_word<Cfg, 4>(pb4, ic);
+  a.hi = ptx::rotr(pa[4], ic.rot[4]) & 0x03030303u;
+  b.hi = ptx::rotr(pb[4], ic.rot[4]) & 0x03030303u;
+}
+// Pair i's index: lo's byte i and hi's byte i; the upper bytes copy the sign
+// of a hi byte (<= 3), i.e. zero. Its table word: lookup_index10.
+__device__ __forceinline__ uint32_t index10_of(Index10 x, int i) {
+  return ptx::prmt(x.lo, x.hi, uint32_t(i) | uint32_t(4 + i) << 4 | uint32_t(12 + i) << 8 | uint32_t(12 + i) << 12);
+}
+__device__ __forceinline__ uint32_t lookup_index10(uint32_t lut, uint32_t index, uint32_t lane_word) {
+  return ptx::ld_shared_const_u32(lut + (index << 6) + lane_word);
+}
+// k = 2: the two planes of rows g (pa) and g + 8 (pb) merged as k = 4's four,
+// the index word of the row-pair table (lookup_row_pair).
+template <class Cfg>
+__device__ __forceinline__ uint32_t row_pair_index_word(const uint32_t (&pa)[2], const uint32_t (&pb)[2],
+                                                        const IndexConsts<Cfg>& ic) {
+  const uint32_t planes[4] = {pa[0], pa[1], pb[0], pb[1]};
+  return index_word<Cfg, 4>(planes, ic);
+}
 
 template <class Cfg>
 __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint32_t (&pa)[Cfg::kBits],
@@ -443,28 +479,23 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], const uint
     // The four planes of rows g and g + 8 merged as k = 4's two: byte i of q
     // holds pair i of row g in fields 0, 1 and of row g + 8 in fields 2, 3
     // (fields 2b, 2b + 1 with kLanePerm lie where index_word puts them).
-    const uint32_t planes[4] = {pa[0], pa[1], pb[0], pb[1]};
-    const uint32_t q = index_word<Cfg, 4>(planes, ic);
+    const uint32_t q = row_pair_index_word<Cfg>(pa, pb, ic);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const uint2 v = ptx::ld_shared_const_v2_u32(lut + ptx::prmt(q, lane_word, lut_sel(i)));
+      const uint2 v = lookup_row_pair(lut, q, lane_word, lut_sel(i));
       frag[i >> 1][(i & 1) * 2] = v.x;
       frag[i >> 1][(i & 1) * 2 + 1] = v.y;
     }
     return;
   }
   if constexpr (Cfg::kBits == 5) {
-    // 10-bit index: byte i of lo (planes 0..3) and of hi (plane 4); the upper
-    // address bytes copy the sign of a hi byte (<= 3), i.e. zero.
-    const uint32_t pa4[4] = {pa[0], pa[1], pa[2], pa[3]}, pb4[4] = {pb[0], pb[1], pb[2], pb[3]};
-    const uint32_t la = index_word<Cfg, 4>(pa4, ic), lb = index_word<Cfg, 4>(pb4, ic);
-    const uint32_t ha = ptx::rotr(pa[4], ic.rot[4]) & 0x03030303u, hb = ptx::rotr(pb[4], ic.rot[4]) & 0x03030303u;
+    Index10 xa, xb;
+    index10_words<Cfg>(pa, pb, ic, xa, xb);
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const uint32_t sel = uint32_t(i) | uint32_t(4 + i) << 4 | uint32_t(12 + i) << 8 | uint32_t(12 + i) << 12;
-      const uint32_t ia = ptx::prmt(la, ha, sel), ib = ptx::prmt(lb, hb, sel);
-      frag[i >> 1][(i & 1) * 2] = ptx::ld_shared_const_u32(lut + (ia << 6) + lane_word);
-      frag[i >> 1][(i & 1) * 2 + 1] = ptx::ld_shared_const_u32(lut + (ib << 6) + lane_word);
+      const uint32_t ia = index10_of(xa, i), ib = index10_of(xb, i);
+      frag[i >> 1][(i & 1) * 2] = lookup_index10(lut, ia, lane_word);
+      frag[i >> 1][(i & 1) * 2 + 1] = lookup_index10(lut, ib, lane_word);
     }
   } else {
     // k = 3 leaves stale bits in each byte's fourth field: they select a copy

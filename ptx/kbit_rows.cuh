@@ -129,23 +129,20 @@ __device__ __forceinline__ void dequant_pairs(uint32_t (&f)[4][4], const uint32_
   for (int w = 0; w < 2; ++w) {
     const IndexConsts<Cfg>& ic = icw.w[w];
     if constexpr (Cfg::kBits == 2) {
-      const uint32_t planes[4] = {pa[0], pa[1], pb[0], pb[1]};
-      const uint32_t q = index_word<Cfg, 4>(planes, ic);
+      const uint32_t q = row_pair_index_word<Cfg>(pa, pb, ic);
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        const uint2 v = ptx::ld_shared_const_v2_u32(lut + ptx::prmt(q, lane_word, lut_sel(s)));
+        const uint2 v = lookup_row_pair(lut, q, lane_word, lut_sel(s));
         f[s][2 * w] = v.x;
         f[s][2 * w + 1] = v.y;
       }
     } else if constexpr (Cfg::kBits == 5) {
-      const uint32_t pa4[4] = {pa[0], pa[1], pa[2], pa[3]}, pb4[4] = {pb[0], pb[1], pb[2], pb[3]};
-      const uint32_t la = index_word<Cfg, 4>(pa4, ic), lb = index_word<Cfg, 4>(pb4, ic);
-      const uint32_t ha = ptx::rotr(pa[4], ic.rot[4]) & 0x03030303u, hb = ptx::rotr(pb[4], ic.rot[4]) & 0x03030303u;
+      Index10 xa, xb;
+      index10_words<Cfg>(pa, pb, ic, xa, xb);
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        const uint32_t sel = uint32_t(s) | uint32_t(4 + s) << 4 | uint32_t(12 + s) << 8 | uint32_t(12 + s) << 12;
-        f[s][2 * w] = ptx::ld_shared_const_u32(lut + (ptx::prmt(la, ha, sel) << 6) + lane_word);
-        f[s][2 * w + 1] = ptx::ld_shared_const_u32(lut + (ptx::prmt(lb, hb, sel) << 6) + lane_word);
+        f[s][2 * w] = lookup_index10(lut, index10_of(xa, s), lane_word);
+        f[s][2 * w + 1] = lookup_index10(lut, index10_of(xb, s), lane_word);
       }
     } else {
       constexpr uint32_t kClean = Cfg::kBits == 4 ? 0xFFFFFFFFu : 0x3F3F3F3Fu;
