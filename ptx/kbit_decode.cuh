@@ -267,7 +267,7 @@ struct DecodeConfig {
 
   static_assert(kBits >= 2 && kBits <= 5, "k must be 2..5");
   static_assert(sizeof(T) == 2, "16-bit activations");
-  static_assert(kWBytes % 16 == 0 && kSBytes % 16 == 0 && kWarpBytes % 16 == 0 && BLOCK_N % 32 == 0,
+  static_assert(kWBytes % 16 == 0 && kSBytes % 16 == 0 && kWarpBytes % 16 == 0 && BLOCK_N % 16 == 0,
                 "stage sections must keep 16-byte alignment");
   static_assert(kStages >= 2, "the ring needs at least two stages");
   static_assert(kActRows >= 0 && (kActRows <= 8 || kActRows == 16), "activation rows per stage: 0..8, 16");
@@ -1375,6 +1375,8 @@ __device__ __noinline__ void finish_pair(bool first_cta, typename Cfg::T* c, int
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, 1)
 kbit_decode_kernel(const DecodeParams p) {
+  // (16-row warp tiles, kNT = 1, serve the row-owning kernel only.)
+  static_assert(Cfg::BLOCK_N % 32 == 0, "the decode kernel's warp tiles: 32 rows or more");
   using T = typename Cfg::T;
   __shared__ float cb_s[32];
   __shared__ int scratch[32];

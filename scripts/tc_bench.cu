@@ -609,6 +609,21 @@ int main(int argc, char** argv) {
   run_case({"kg_qwen3_down_m32_k5_g8p", 2048, 5120, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32, true>>{});
   run_case({"kg_8b_down_m32_k5_g12p", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 2, 2, 32, true>>{});
   run_case({"kg_8b_down_m32_k5_g8p", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32, true>>{});
+  // 16-row warp tiles (kNT = 1) where a CTA owns one granule (Qwen3 kv: 32 CTAs; down, o: 128), or
+  // two over two warps (q): no zero-filled half tile. _t1 against the rule's _t2.
+  run_case({"t1_qwen3_kv_m32_k4_t1", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true>>{});
+  run_case({"t1_qwen3_kv_m32_k4_t2", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
+  run_case({"t1_qwen3_down_m32_k4_t1", 2048, 5120, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true>>{});
+  run_case({"t1_qwen3_down_m32_k4_t2", 2048, 5120, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
+  run_case({"t1_qwen3_o_m32_k4_t1", 2048, 4096, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true>>{});
+  run_case({"t1_qwen3_o_m32_k4_t2", 2048, 4096, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
+  run_case({"t1_qwen3_q_m32_k4_t1w2", 4096, 2048, 32, D, 0}, RowsRunner<RowsV<4, 6, 2, 1, 2, 32, true>>{});
+  run_case({"t1_qwen3_q_m32_k4_t2", 4096, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
+  run_case({"t1_qwen3_down_m32_k4_t1g15", 2048, 5120, 32, D, 0}, RowsRunner<RowsV<4, 15, 1, 1, 2, 32, true>>{});
+  run_case({"t1_qwen3_down_m32_k2_t1", 2048, 5120, 32, D, 0, 2}, RowsRunner<RowsV<2, 12, 1, 1, 2, 32, true>>{});
+  run_case({"t1_qwen3_down_m32_k5_t1", 2048, 5120, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 1, 2, 32, true>>{});
+  run_case({"t1_qwen3_down_m16_k4_t1", 2048, 5120, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 3>>{});
+  run_case({"t1_qwen3_down_m16_k4_t2", 2048, 5120, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 3>>{});
   // 32 activation rows per stage (M = 17..32; KBIT_KERNEL=rows's configurations, then variants),
   // against the wgmma kernel's rule below.
   run_case({"rows32_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32>>{});
