@@ -1115,15 +1115,22 @@ struct RunFn {
 //   64 (6 x 2), 4 up to 32 (12 x 1). No 224-row configuration (groups 0).
 //   (Without the pair permutation, 12 x 1 spilled at k = 2 and 5; with it
 //   they compile to 144 and 154 registers.)
+// * KBIT_ROWS_T1=1 (A/B; branch groups-wip, not measured): configuration 5,
+//   16-row warp tiles (nt 1) in 12 K-groups of one warp, for CTAs that own one
+//   granule: no warp tile computes a zero-filled half.
+#ifndef KBIT_ROWS_T1
+#define KBIT_ROWS_T1 0
+#endif
 struct RowsShape {
-  int groups, warps, stages;
+  int groups, warps, stages, nt;   // nt: 16-row tiles per warp
 };
-constexpr int kRowsNT = 2;   // 16-row tiles per warp
 constexpr RowsShape rows_shape(int id, int rows, int bits) {
-  return rows <= 16 ? (id == 1 ? RowsShape{2, 7, 3} : id == 2 ? RowsShape{4, 4, 3} : id == 3 ? RowsShape{6, 2, 3}
-                                                                                              : RowsShape{12, 1, 3})
-                    : (id == 1 ? RowsShape{0, 7, 2} : id == 2 ? RowsShape{3, 4, 2} : id == 3 ? RowsShape{6, 2, 2}
-                                                                                              : RowsShape{12, 1, 2});
+  const int stages = rows <= 16 ? 3 : 2;
+  return id == 5   ? RowsShape{12, 1, stages, 1}
+         : id == 4 ? RowsShape{12, 1, stages, 2}
+         : id == 3 ? RowsShape{6, 2, stages, 2}
+         : id == 2 ? RowsShape{rows <= 16 ? 4 : 3, 4, stages, 2}
+                   : RowsShape{rows <= 16 ? 2 : 0, 7, stages, 2};
 }
 // K permuted by pairs (RowsConfig kPairPerm, kbit_rows.cuh stage_mma_pair_perm
 // and dequant_pairs): at 32 activation rows, every k, where it measured faster
@@ -1136,9 +1143,9 @@ constexpr bool rows_pair_perm(int rows) { return rows == 32; }
 inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
   *grid = 0;
   if (a.E != 1 || a.M > 32) return 0;
-  for (int id = 4; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
+  for (int id = KBIT_ROWS_T1 ? 5 : 4; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
     const RowsShape shape = rows_shape(id, a.M, a.bits);
-    *grid = rows_grid(a.N, sms, shape.warps * 16 * kRowsNT);
+    *grid = rows_grid(a.N, sms, shape.warps * 16 * shape.nt);
     if (*grid > 0 && shape.groups > 0 && a.k_tiles >= shape.groups) return id;
   }
   *grid = 0;
@@ -1171,14 +1178,18 @@ inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
 }
 template <class F>
 const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
+#define KBIT_ROWS_SHAPE_(BITS, ID, R) \
+  rows_shape(ID, R, BITS).groups, rows_shape(ID, R, BITS).warps, rows_shape(ID, R, BITS).nt, rows_shape(ID, R, BITS).stages
 #define KBIT_ROWS_(BITS, ID, R)                                                                                   \
   case ID:                                                                                                        \
-    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, rows_shape(ID, R, BITS).groups,           \
-                                                   rows_shape(ID, R, BITS).warps, kRowsNT,                        \
-                                                   rows_shape(ID, R, BITS).stages, R, rows_pair_perm(R)>>() \
-                : f.template operator()<RowsConfig<BITS, __half, rows_shape(ID, R, BITS).groups,                  \
-                                                   rows_shape(ID, R, BITS).warps, kRowsNT,                        \
-                                                   rows_shape(ID, R, BITS).stages, R, rows_pair_perm(R)>>();
+    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, KBIT_ROWS_SHAPE_(BITS, ID, R), R,         \
+                                                   rows_pair_perm(R)>>()                                          \
+                : f.template operator()<RowsConfig<BITS, __half, KBIT_ROWS_SHAPE_(BITS, ID, R), R, rows_pair_perm(R)>>();
+#if KBIT_ROWS_T1
+#define KBIT_ROWS_T1_(BITS, R) KBIT_ROWS_(BITS, 5, R)
+#else
+#define KBIT_ROWS_T1_(BITS, R)
+#endif
 #define KBIT_ROWS_ID_(BITS)        \
   if (m <= 16) {                   \
     switch (id) {                  \
@@ -1186,12 +1197,14 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
       KBIT_ROWS_(BITS, 2, 16)      \
       KBIT_ROWS_(BITS, 3, 16)      \
       KBIT_ROWS_(BITS, 4, 16)      \
+      KBIT_ROWS_T1_(BITS, 16)      \
     }                              \
   } else {                         \
     switch (id) {                  \
       KBIT_ROWS_(BITS, 2, 32)      \
       KBIT_ROWS_(BITS, 3, 32)      \
       KBIT_ROWS_(BITS, 4, 32)      \
+      KBIT_ROWS_T1_(BITS, 32)      \
     }                              \
   }                                \
   break;
@@ -1202,7 +1215,9 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
     case 5: KBIT_ROWS_ID_(5)
   }
 #undef KBIT_ROWS_ID_
+#undef KBIT_ROWS_T1_
 #undef KBIT_ROWS_
+#undef KBIT_ROWS_SHAPE_
   return "kbit: internal error: no such rows configuration";
 }
 struct RowsPlanFn {   // raises the kernel's shared-memory limit once per device (resident_ctas)

@@ -123,3 +123,17 @@ def test_rows_every_cta_share_fits(rule_exe, m):
             assert rows == cta_rows and (k + 63) // 64 >= groups
             assert smem <= 227 * 1024
             assert pair_perm == (m > 16)   # K permuted by pairs at 32 rows, every k
+
+
+def test_rows_t1_configuration(tmp_path_factory):
+    """KBIT_ROWS_T1=1 (A/B build, branch groups-wip): CTAs that own one granule
+    take configuration 5, 16-row warp tiles in 12 K-groups of one warp (16
+    rows per CTA); layers of more granules than SMs keep their configuration."""
+    exe = build_host_program(tmp_path_factory, "rows_rule_t1", "#define KBIT_ROWS_T1 1\n" + PROGRAM)
+    shapes = [(32, *Q_KV, 1, 4, 0), (32, *Q_DOWN, 1, 5, 0), (16, 2048, 4096, 1, 2, 0), (32, 4096, 2048, 1, 4, 0),
+              (32, *L8_DOWN, 1, 4, 0), (20, 2056, 4096, 1, 3, 0)]
+    got = run(exe, shapes)
+    assert [r[:2] for r in got] == [(5, 32), (5, 128), (5, 128), (4, 132), (4, 132), (5, 129)], got
+    for r in got[:3] + got[5:]:
+        for groups, warps, rows, stages, smem, pair_perm in (r[2 + 6 * i: 8 + 6 * i] for i in range(4)):
+            assert (groups, warps, rows) == (12, 1, 16) and smem <= 227 * 1024
