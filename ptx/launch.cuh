@@ -1119,7 +1119,7 @@ struct RowsShape {
   int groups, warps, stages;
 };
 constexpr int kRowsNT = 2;   // 16-row tiles per warp
-constexpr RowsShape rows_shape(int id, int rows, int bits) {
+constexpr RowsShape rows_shape(int id, int rows) {
   return rows <= 16 ? (id == 1 ? RowsShape{2, 7, 3} : id == 2 ? RowsShape{4, 4, 3} : id == 3 ? RowsShape{6, 2, 3}
                                                                                               : RowsShape{12, 1, 3})
                     : (id == 1 ? RowsShape{0, 7, 2} : id == 2 ? RowsShape{3, 4, 2} : id == 3 ? RowsShape{6, 2, 2}
@@ -1137,7 +1137,7 @@ inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
   *grid = 0;
   if (a.E != 1 || a.M > 32) return 0;
   for (int id = 4; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
-    const RowsShape shape = rows_shape(id, a.M, a.bits);
+    const RowsShape shape = rows_shape(id, a.M);
     *grid = rows_grid(a.N, sms, shape.warps * 16 * kRowsNT);
     if (*grid > 0 && shape.groups > 0 && a.k_tiles >= shape.groups) return id;
   }
@@ -1173,12 +1173,12 @@ template <class F>
 const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
 #define KBIT_ROWS_(BITS, ID, R)                                                                                   \
   case ID:                                                                                                        \
-    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, rows_shape(ID, R, BITS).groups,           \
-                                                   rows_shape(ID, R, BITS).warps, kRowsNT,                        \
-                                                   rows_shape(ID, R, BITS).stages, R, rows_pair_perm(R)>>() \
-                : f.template operator()<RowsConfig<BITS, __half, rows_shape(ID, R, BITS).groups,                  \
-                                                   rows_shape(ID, R, BITS).warps, kRowsNT,                        \
-                                                   rows_shape(ID, R, BITS).stages, R, rows_pair_perm(R)>>();
+    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, rows_shape(ID, R).groups,                 \
+                                                   rows_shape(ID, R).warps, kRowsNT,                              \
+                                                   rows_shape(ID, R).stages, R, rows_pair_perm(R)>>()             \
+                : f.template operator()<RowsConfig<BITS, __half, rows_shape(ID, R).groups,                        \
+                                                   rows_shape(ID, R).warps, kRowsNT,                              \
+                                                   rows_shape(ID, R).stages, R, rows_pair_perm(R)>>();
 #define KBIT_ROWS_ID_(BITS)        \
   if (m <= 16) {                   \
     switch (id) {                  \
