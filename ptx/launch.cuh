@@ -1124,7 +1124,7 @@ struct RunFn {
 struct RowsShape {
   int groups, warps, stages, nt;   // nt: 16-row tiles per warp
 };
-constexpr RowsShape rows_shape(int id, int rows, int bits) {
+constexpr RowsShape rows_shape(int id, int rows) {
   const int stages = rows <= 16 ? 3 : 2;
   return id == 5   ? RowsShape{12, 1, stages, 1}
          : id == 4 ? RowsShape{12, 1, stages, 2}
@@ -1144,7 +1144,7 @@ inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
   *grid = 0;
   if (a.E != 1 || a.M > 32) return 0;
   for (int id = KBIT_ROWS_T1 ? 5 : 4; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
-    const RowsShape shape = rows_shape(id, a.M, a.bits);
+    const RowsShape shape = rows_shape(id, a.M);
     *grid = rows_grid(a.N, sms, shape.warps * 16 * shape.nt);
     if (*grid > 0 && shape.groups > 0 && a.k_tiles >= shape.groups) return id;
   }
@@ -1178,13 +1178,13 @@ inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
 }
 template <class F>
 const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
-#define KBIT_ROWS_SHAPE_(BITS, ID, R) \
-  rows_shape(ID, R, BITS).groups, rows_shape(ID, R, BITS).warps, rows_shape(ID, R, BITS).nt, rows_shape(ID, R, BITS).stages
+#define KBIT_ROWS_SHAPE_(ID, R) \
+  rows_shape(ID, R).groups, rows_shape(ID, R).warps, rows_shape(ID, R).nt, rows_shape(ID, R).stages
 #define KBIT_ROWS_(BITS, ID, R)                                                                                   \
   case ID:                                                                                                        \
-    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, KBIT_ROWS_SHAPE_(BITS, ID, R), R,         \
+    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, KBIT_ROWS_SHAPE_(ID, R), R,         \
                                                    rows_pair_perm(R)>>()                                          \
-                : f.template operator()<RowsConfig<BITS, __half, KBIT_ROWS_SHAPE_(BITS, ID, R), R, rows_pair_perm(R)>>();
+                : f.template operator()<RowsConfig<BITS, __half, KBIT_ROWS_SHAPE_(ID, R), R, rows_pair_perm(R)>>();
 #if KBIT_ROWS_T1
 #define KBIT_ROWS_T1_(BITS, R) KBIT_ROWS_(BITS, 5, R)
 #else

@@ -574,7 +574,8 @@ int main(int argc, char** argv) {
   run_case({"rowsP_odd_m9", 5128, 2080, 9, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 3, 16, true>>{});
   run_case({"rowsP32_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32, true>>{});
   run_case({"rowsP32_8b_down_m32", 4096, 14336, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
-  // (k = 2, 3, 5 with the permutation: the rule's shapes at 32 rows, against rows32_*_k2/k3/k5 below)
+  // (k = 2, 3, 5 with the permutation, against rows32_*_k2/k3/k5 below; down at k = 2 and 5 with 8
+  // K-groups, the shape before v54, and _g12 the rule's since v54)
   run_case({"rowsP32_8b_gateup_m32_k2", 14336, 4096, 32, D, 0, 2}, RowsRunner<RowsV<2, 3, 4, 2, 2, 32, true>>{});
   run_case({"rowsP32_8b_gateup_m32_k3", 14336, 4096, 32, D, 0, 3}, RowsRunner<RowsV<3, 3, 4, 2, 2, 32, true>>{});
   run_case({"rowsP32_8b_gateup_m32_k5", 14336, 4096, 32, D, 0, 5}, RowsRunner<RowsV<5, 3, 4, 2, 2, 32, true>>{});
