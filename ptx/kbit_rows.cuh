@@ -298,12 +298,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   }
 
   // The index-word constants: a lane's fields (ic), or with kPairPerm those of
-  // fields 2 (t % 2) and 2 (t % 2) + 1 (icw). Each is built only where used: the
-  // opaque moves of kOpaqueConsts are not removed as dead code.
-  const auto ic = [&] {
-    if constexpr (!Cfg::kPairPerm) return IndexConsts<Cfg>(t);
-    else return 0;
-  }();
+  // fields 2 (t % 2) and 2 (t % 2) + 1 (icw). With kPairPerm, ic is unused, but
+  // its opaque moves (kOpaqueConsts) stay: building it only without kPairPerm
+  // took k = 4's 3 x 4 configuration from 142 to 127 registers and made it 9 %
+  // slower on Llama-3-8B gate/up at M = 32 (tc_bench, H200: 27.3-27.7 against
+  // 25.1-25.3 us; docs/results.md v55).
+  const IndexConsts<Cfg> ic(t);
   const auto icw = [&] {
     if constexpr (Cfg::kPairPerm) return PairPermConsts<Cfg>(t);
     else return 0;

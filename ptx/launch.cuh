@@ -1102,24 +1102,27 @@ struct RunFn {
 #if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
 // ---- the row-owning kernel (kbit_rows.cuh) ----
 // Its configurations, one table for the plan and the dispatch: configuration
-// id (1..4) = RowsConfig<k, T, groups, warps per group, 2, stages, activation
-// rows>, 32-row warp tiles, by the rows a CTA owns on this GPU; the most
+// id (1..5) = RowsConfig<k, T, groups, warps per group, 16-row tiles per warp,
+// stages, activation rows>, by the rows a CTA owns on this GPU; the most
 // K-groups the K-tiles allow; 0 where none serves the shape (grouped, M > 32,
 // more rows per CTA than a configuration has, a single K-tile).
 // * M <= 16: 16 activation rows per stage, 3 stages: 1 up to 224 rows (2
 //   K-groups of 7 warps), 2 up to 128 (4 x 4), 3 up to 64 (6 x 2), 4 up to
-//   32 (12 x 1).
+//   32 (12 x 1), 32-row warp tiles.
 // * M = 17..32: 32 rows per stage,
 //   2 stages, at most 12 warps (with 14 or 16, 32 accumulators and 32 B
 //   fragment registers per thread spill): 2 up to 128 rows (3 x 4), 3 up to
-//   64 (6 x 2), 4 up to 32 (12 x 1). No 224-row configuration (groups 0).
-//   (Without the pair permutation, 12 x 1 spilled at k = 2 and 5; with it
-//   they compile to 144 and 154 registers.)
-// * KBIT_ROWS_T1=1 (A/B; branch groups-wip, not measured): configuration 5,
-//   16-row warp tiles (nt 1) in 12 K-groups of one warp, for CTAs that own one
-//   granule: no warp tile computes a zero-filled half.
+//   64 (6 x 2), 4 up to 32 (12 x 1), 32-row warp tiles. No 224-row
+//   configuration (groups 0). (Without the pair permutation, 12 x 1 spilled
+//   at k = 2 and 5; with it they compile to 144 and 154 registers.)
+// * Both: 5, 16-row warp tiles in 12 K-groups of one warp, for CTAs that own
+//   one granule (N <= 16 x SMs: the Qwen3 kv, o and down layers). There a
+//   32-row warp tile computes a zero-filled half; Qwen3 down at M = 32, k = 4
+//   took 10.3-10.5 us with 16-row tiles against 13.3-13.8 with 32-row ones
+//   (tc_bench t1_*, H200, docs/results.md v55). KBIT_ROWS_T1=0 leaves it out
+//   (A/B).
 #ifndef KBIT_ROWS_T1
-#define KBIT_ROWS_T1 0
+#define KBIT_ROWS_T1 1
 #endif
 struct RowsShape {
   int groups, warps, stages, nt;   // nt: 16-row tiles per warp

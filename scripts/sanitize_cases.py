@@ -61,8 +61,9 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          # Racecheck runs without the pairs (device_run.sh): it did not finish a cluster launch.
          dict(m=4, n=14336, k=672, bits=4, dtype="float16"), dict(m=1, n=28672, k=1184, bits=4, dtype="bfloat16"),
          # the row-owning kernel's 32-row stages (rule: dense M = 17..32 below 2^26 weights), K
-         # permuted by pairs; N % 16 == 8 and K % 64 == 32: a partial warp tile and K-tile; at
-         # k = 2 one granule per CTA (12 K-groups of one warp, half of each warp tile zero-filled)
+         # permuted by pairs; N % 16 == 8 and K % 64 == 32: a partial warp tile and K-tile. With
+         # one granule per CTA (N <= 16 x SMs: N = 1032 and 1000 here, and the M = 10..16 cases
+         # above) configuration 5, 16-row warp tiles in 12 K-groups of one warp
          dict(m=24, n=5128, k=2080, bits=4, dtype="float16"), dict(m=19, n=1032, k=2080, bits=5, dtype="bfloat16"),
          dict(m=29, n=1000, k=2080, bits=2, dtype="bfloat16")]
 bad = 0

@@ -52,8 +52,8 @@ EXPECTED = {
     (16, *L8_DOWN, 1, 4, 0): (4, 132),     # 2 granules: 12 K-groups of one warp (32 rows)
     (9, *L8_DOWN, 1, 2, 0): (4, 132),
     (16, *Q_GATEUP, 1, 4, 0): (3, 132),    # 3 granules: 6 K-groups of 2 warps (64 rows)
-    (12, *Q_DOWN, 1, 5, 0): (4, 128),      # 128 granules: one per CTA
-    (16, *Q_KV, 1, 4, 0): (4, 32),
+    (12, *Q_DOWN, 1, 5, 0): (5, 128),      # 128 granules: one per CTA, 16-row warp tiles
+    (16, *Q_KV, 1, 4, 0): (5, 32),
     (16, 4104, 2080, 1, 3, 0): (4, 132),   # N % 16 == 8, K % 64 == 32
     (16, *L70_GATEUP, 1, 4, 0): (0, 0),    # 2^26 weights and more: the decode kernel
     (16, *L70_DOWN, 1, 4, 0): (0, 0),
@@ -69,11 +69,12 @@ EXPECTED = {
     (17, *Q_GATEUP, 1, 4, 0): (3, 132),
     (24, *Q_GATEUP, 1, 2, 0): (3, 132),
     (32, 4096, 2048, 1, 5, 0): (4, 132),   # Qwen3 q: 2 granules per CTA at most
-    (32, *Q_KV, 1, 4, 0): (4, 32),         # a granule per CTA
+    (32, *Q_KV, 1, 4, 0): (5, 32),         # a granule per CTA
     (32, *L8_DOWN, 1, 4, 0): (4, 132),     # K > N (since v54; the wgmma kernel before)
     (20, *L8_DOWN, 1, 2, 0): (4, 132),
-    (32, *Q_DOWN, 1, 5, 0): (4, 128),
-    (32, 2048, 4096, 1, 3, 0): (4, 128),   # Qwen3 o
+    (32, *Q_DOWN, 1, 5, 0): (5, 128),
+    (32, 2048, 4096, 1, 3, 0): (5, 128),   # Qwen3 o
+    (20, 2056, 4096, 1, 3, 0): (5, 129),   # 129 granules on 132 SMs
     (32, *L70_GATEUP, 1, 4, 0): (0, 0),    # 2^26 weights and more: the wgmma kernel
     (32, *L70_DOWN, 1, 4, 0): (0, 0),
     (32, *L8_DOWN, 1, 4, 1): (4, 132),     # KBIT_KERNEL=rows: wherever a configuration serves
@@ -112,7 +113,7 @@ def test_rows_every_cta_share_fits(rule_exe, m):
         if n * k >= 1 << 26 and m <= 16:
             assert id_ == 0
             continue
-        assert id_ in (1, 2, 3, 4) and grid >= 1, (n, k, r)
+        assert id_ in (1, 2, 3, 4, 5) and grid >= 1, (n, k, r)
         per_bits = [r[2 + 6 * i: 8 + 6 * i] for i in range(4)]
         cta_rows = per_bits[0][2]
         granules = -(-n // 16)
@@ -125,15 +126,17 @@ def test_rows_every_cta_share_fits(rule_exe, m):
             assert pair_perm == (m > 16)   # K permuted by pairs at 32 rows, every k
 
 
-def test_rows_t1_configuration(tmp_path_factory):
-    """KBIT_ROWS_T1=1 (A/B build, branch groups-wip): CTAs that own one granule
-    take configuration 5, 16-row warp tiles in 12 K-groups of one warp (16
-    rows per CTA); layers of more granules than SMs keep their configuration."""
-    exe = build_host_program(tmp_path_factory, "rows_rule_t1", "#define KBIT_ROWS_T1 1\n" + PROGRAM)
+def test_rows_16_row_tiles(rule_exe, tmp_path_factory):
+    """Configuration 5: CTAs that own one granule take 16-row warp tiles in 12
+    K-groups of one warp (16 rows per CTA); layers of more granules than SMs
+    keep 32-row tiles. A KBIT_ROWS_T1=0 build (the A/B switch) gives those
+    shapes configuration 4, 32-row tiles over the same grid."""
     shapes = [(32, *Q_KV, 1, 4, 0), (32, *Q_DOWN, 1, 5, 0), (16, 2048, 4096, 1, 2, 0), (32, 4096, 2048, 1, 4, 0),
               (32, *L8_DOWN, 1, 4, 0), (20, 2056, 4096, 1, 3, 0)]
-    got = run(exe, shapes)
+    got = run(rule_exe, shapes)
     assert [r[:2] for r in got] == [(5, 32), (5, 128), (5, 128), (4, 132), (4, 132), (5, 129)], got
     for r in got[:3] + got[5:]:
         for groups, warps, rows, stages, smem, pair_perm in (r[2 + 6 * i: 8 + 6 * i] for i in range(4)):
             assert (groups, warps, rows) == (12, 1, 16) and smem <= 227 * 1024
+    off = build_host_program(tmp_path_factory, "rows_rule_t1_off", "#define KBIT_ROWS_T1 0\n" + PROGRAM)
+    assert [r[:2] for r in run(off, shapes)] == [(4, 32), (4, 128), (4, 128), (4, 132), (4, 132), (4, 129)]
