@@ -593,7 +593,8 @@ int main(int argc, char** argv) {
   run_case({"rowsP_odd_m9_k2", 5128, 2080, 9, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 3, 16, true>>{});
   // K-groups against K-tiles at 32 rows (v54: Qwen3 q at k = 5 lost 0.3-0.6 us with 12 groups of
   // one warp, 2-3 K-tiles each; 8B down at k = 5 gained 3 us with them). _gG: G groups; _p: K by
-  // pairs (the rule's), _n: without.
+  // pairs (the rule's), _n: without. v55 (H200): 8 groups won on Qwen3 q at k = 4 and 5 (0.5 us)
+  // and lost on the long-K layers and at k = 2; not in the rule.
   run_case({"kg_qwen3_q_m32_k5_g12p", 4096, 2048, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 2, 2, 32, true>>{});
   run_case({"kg_qwen3_q_m32_k5_g8p", 4096, 2048, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32, true>>{});
   run_case({"kg_qwen3_q_m32_k5_g6p", 4096, 2048, 32, D, 0, 5}, RowsRunner<RowsV<5, 6, 1, 2, 2, 32, true>>{});
@@ -611,7 +612,8 @@ int main(int argc, char** argv) {
   run_case({"kg_8b_down_m32_k5_g12p", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 2, 2, 32, true>>{});
   run_case({"kg_8b_down_m32_k5_g8p", 4096, 14336, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 2, 2, 32, true>>{});
   // 16-row warp tiles (kNT = 1) where a CTA owns one granule (Qwen3 kv: 32 CTAs; down, o: 128), or
-  // two over two warps (q): no zero-filled half tile. _t1 against the rule's _t2.
+  // two over two warps (q): no zero-filled half tile. _t1 against 32-row tiles (_t2). v55 (H200):
+  // _t1 1.6-3.7 us faster where a CTA owns one granule (the rule's configuration 5 since), level on q.
   run_case({"t1_qwen3_kv_m32_k4_t1", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true>>{});
   run_case({"t1_qwen3_kv_m32_k4_t2", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
   run_case({"t1_qwen3_down_m32_k4_t1", 2048, 5120, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true>>{});
