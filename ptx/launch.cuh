@@ -1118,8 +1118,9 @@ struct RunFn {
 // * Both: 5, 16-row warp tiles in 12 K-groups of one warp, for CTAs that own
 //   one granule (N <= 16 x SMs: the Qwen3 kv, o and down layers). There a
 //   32-row warp tile computes a zero-filled half; Qwen3 down at M = 32, k = 4
-//   took 10.3-10.5 us with 16-row tiles against 13.3-13.8 with 32-row ones
-//   (tc_bench t1_*, H200, docs/results.md v55). KBIT_ROWS_T1=0 leaves it out
+//   took 10.6 us with 16-row tiles against 13.4-13.7 with 32-row ones, and
+//   every Qwen3 kv, o and down benchmark at M = 16..32 gained 0.3-3.1 us
+//   (harness A/B, H200, docs/results.md v55). KBIT_ROWS_T1=0 leaves it out
 //   (A/B).
 #ifndef KBIT_ROWS_T1
 #define KBIT_ROWS_T1 1
