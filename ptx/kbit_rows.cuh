@@ -46,7 +46,7 @@
 namespace kbit {
 
 template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_, int kRows_ = 16,
-          bool kPairPerm_ = false>
+          bool kPairPerm_ = false, int kSplit_ = 1>
 struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0> {
   using Base = DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0>;
   // kPairPerm (launch.cuh rows_pair_perm; stage_mma_pair_perm below): lane t of
@@ -88,7 +88,15 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   static constexpr int kAfterScales = kScalesOff + kGroups * kGroupWarps * Base::BLOCK_N * 8;
   static constexpr bool kPartsOnRing = kAfterScales + kPartBytes > 227 * 1024;
   static constexpr int kPartOff = kPartsOnRing ? kRingOff : kAfterScales;
-  static constexpr int kSmemBytes = kPartsOnRing ? kAfterScales : kAfterScales + kPartBytes;
+  // K split over a cluster of kSplit CTAs (1: none): the CTAs of a cluster own
+  // the same rows, each a contiguous share of the K-tiles, and ranks 1 ..
+  // kSplit - 1 send their CTA's sums to rank 0 (st.async into its split
+  // slots), which adds them in rank order.
+  static constexpr int kSplit = kSplit_;
+  static constexpr int kSplitOff = kPartsOnRing ? kAfterScales : kAfterScales + kPartBytes;
+  static constexpr int kSplitSlot = kRows * kPartStride;   // floats
+  static constexpr int kSmemBytes = kSplitOff + (kSplit - 1) * kSplitSlot * 4;
+  static_assert(kSplit >= 1 && kSplit <= 8, "clusters of at most 8 CTAs (the portable size)");
   static_assert(kRows == 16 || kRows == 32, "16 or 32 activation rows per stage");
   static_assert(!kPartsOnRing || kPartBytes <= kRingBytes, "the parts must fit where the rings were");
   static_assert(kSmemBytes <= 227 * 1024, "must fit one SM");
@@ -208,12 +216,17 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   const int g = lane >> 2, t = lane & 3;
 
   // ---- what this CTA, group and warp own -------------------------------------
-  const int gr0 = int((long long)blockIdx.x * p.granules / gridDim.x);
-  const int gr1 = int((long long)(blockIdx.x + 1) * p.granules / gridDim.x);
+  // (K split: the CTA's rank in its cluster of kSplit, whose CTAs own the same rows.)
+  const int split_rank = Cfg::kSplit > 1 ? int(blockIdx.x % Cfg::kSplit) : 0;
+  const unsigned cta = blockIdx.x / Cfg::kSplit, ctas = gridDim.x / Cfg::kSplit;
+  const int gr0 = int((long long)cta * p.granules / ctas);
+  const int gr1 = int((long long)(cta + 1) * p.granules / ctas);
   const int row_cta = gr0 * 16, row_end = min(gr1 * 16, p.N);   // this CTA's output rows
   const int n0 = row_cta + wj * Cfg::BLOCK_N;                   // the warp's first row
   const int k_tiles = p.layout.k_tiles;
-  const int kt_begin = group * k_tiles / Cfg::kGroups, kt_end = (group + 1) * k_tiles / Cfg::kGroups;
+  constexpr int kKGroups = Cfg::kGroups * Cfg::kSplit;   // the K-groups of a cluster
+  const int kgroup = split_rank * Cfg::kGroups + group;
+  const int kt_begin = kgroup * k_tiles / kKGroups, kt_end = (kgroup + 1) * k_tiles / kKGroups;
   const int nk = kt_end - kt_begin;
 
   float cb_v = 0.f;
@@ -277,6 +290,21 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   for (int it = 0; it < Cfg::kRingStages - 1; ++it) {
     if (it < nk) issue(it);
     ptx::cp_async_commit();
+  }
+
+  // K split: rank 0's mbarrier for the other ranks' sums (their st.async bytes
+  // complete it; the one arrival is rank 0's at the end), then every thread
+  // arrives on the cluster barrier, which the senders wait on before their
+  // first store (as the decode kernel's pairs of CTAs, finish_pair).
+  __shared__ __align__(8) uint64_t split_bar;
+  if constexpr (Cfg::kSplit > 1) {
+    if (split_rank == 0 && tid == 0) {
+      ptx::mbarrier_init(ptx::smem_u32(&split_bar), 1);
+      ptx::mbarrier_expect_tx_relaxed(ptx::smem_u32(&split_bar),
+                                      uint32_t((Cfg::kSplit - 1) * min(p.M, Cfg::kRows) * Cfg::kCtaRows * 4));
+      ptx::fence_mbarrier_init();
+    }
+    ptx::cluster_arrive_relaxed();
   }
 
   // ---- the table ------------------------------------------------------------------
@@ -354,7 +382,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   // wherever groups passed their barriers a different number of times
   // (H100, CUDA 13.0: Llama-3-8B down, 224 K-tiles in 12 or 15 groups; not
   // with 8 groups, nor with this loop).
-  for (int it = nk; it < cdiv(k_tiles, Cfg::kGroups); ++it) ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);
+  for (int it = nk; it < cdiv(k_tiles, kKGroups); ++it) ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);
 
   // ---- the groups' sums, in group order -------------------------------------------
   float* parts = reinterpret_cast<float*>(rows_smem + Cfg::kPartOff);
@@ -368,10 +396,32 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   if (group == 0) {
     T* c = static_cast<T*>(p.c);
     const float out_scale = cb_max;
-    for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
-      float sum = x;
+    const auto cta_sum = [&](float x, int n, int m) {
 #pragma unroll
-      for (int q = 0; q < Cfg::kGroups - 1; ++q) sum += parts[(q * Cfg::kRows + m) * Cfg::kPartStride + wrow + n];
+      for (int q = 0; q < Cfg::kGroups - 1; ++q) x += parts[(q * Cfg::kRows + m) * Cfg::kPartStride + wrow + n];
+      return x;
+    };
+    const float* split = reinterpret_cast<const float*>(rows_smem + Cfg::kSplitOff);
+    if constexpr (Cfg::kSplit > 1) {
+      const uint32_t bar = ptx::smem_u32(&split_bar);
+      if (split_rank > 0) {   // send the CTA's sums (rows m < M) to rank 0's slot split_rank - 1
+        ptx::cluster_wait();   // rank 0's mbarrier is initialised
+        const uint32_t dst = ptx::mapa_shared(ptx::smem_u32(split + (split_rank - 1) * Cfg::kSplitSlot), 0);
+        const uint32_t dst_bar = ptx::mapa_shared(bar, 0);
+        for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+          if (m < p.M)
+            ptx::st_async_u32(dst + 4u * uint32_t(m * Cfg::kPartStride + wrow + n), __float_as_uint(cta_sum(x, n, m)),
+                              dst_bar);
+        });
+        return;
+      }
+      if (tid == 0) ptx::mbarrier_arrive(bar);   // (the phase's one arrival; the bytes complete it)
+      ptx::mbarrier_wait_parity_cluster(bar, 0);
+    }
+    for_each_acc<Cfg>(acc, g, t, [&](float& x, int n, int m) {
+      float sum = cta_sum(x, n, m);
+#pragma unroll
+      for (int r = 0; r < Cfg::kSplit - 1; ++r) sum += split[r * Cfg::kSplitSlot + m * Cfg::kPartStride + wrow + n];
       const int row = n0 + n;
       if (m < p.M && row < row_end) c[size_t(m) * p.N + row] = Elem<T>::from_float(sum * out_scale);
     });
@@ -390,13 +440,30 @@ inline int rows_grid(int N, int sms, int cta_rows) {
 template <class Cfg>
 const char* kbit_rows_launch(const KbitParams& kp, int grid, void* stream) {
   if (kp.E != 1 || kp.M > Cfg::kRows || kp.M < 1 || grid < 1) return "kbit_rows: dense layers with at most the configuration's activation rows (16 or 32)";
-  if (kp.layout.k_tiles < Cfg::kGroups) return "kbit_rows: fewer K-tiles than K-groups";
+  if (kp.layout.k_tiles < Cfg::kGroups * Cfg::kSplit) return "kbit_rows: fewer K-tiles than K-groups";
   RowsParams p;
   static_cast<KbitParams&>(p) = kp;
   p.granules = cdiv(kp.N, 16);
-  kbit_rows_kernel<Cfg><<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
-  const cudaError_t err = cudaGetLastError();
-  return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+  if constexpr (Cfg::kSplit > 1) {   // `grid` clusters of kSplit CTAs
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = Cfg::kSplit;
+    attr.val.clusterDim.y = 1;
+    attr.val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(unsigned(grid * Cfg::kSplit));
+    cfg.blockDim = dim3(unsigned(Cfg::kThreads));
+    cfg.dynamicSmemBytes = Cfg::kSmemBytes;
+    cfg.stream = static_cast<cudaStream_t>(stream);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    const cudaError_t err = cudaLaunchKernelEx(&cfg, kbit_rows_kernel<Cfg>, p);
+    return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+  } else {
+    kbit_rows_kernel<Cfg><<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
+    const cudaError_t err = cudaGetLastError();
+    return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+  }
 }
 
 }  // namespace kbit

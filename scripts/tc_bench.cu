@@ -302,7 +302,7 @@ struct RowsRunner {
   static constexpr Kernel kKernel = Kernel::kDecode;   // (rule_agrees: never the rule's)
   kbit_api::KbitPlan plan{};   // (plan.grid: the launch's, and TC_PHASES sizes its buffer by it)
   void prepare(Data& d, int dev) {
-    plan.grid = kbit::rows_grid(d.cs.N, kbit::sm_count(dev), Cfg::kCtaRows);
+    plan.grid = kbit::rows_grid(d.cs.N, kbit::sm_count(dev) / Cfg::kSplit, Cfg::kCtaRows);   // (clusters of kSplit)
     if (const char* err = kbit::RowsPlanFn{dev}.template operator()<Cfg>()) {
       std::fprintf(stderr, "%s: plan: %s\n", d.cs.name, err);
       std::exit(1);
@@ -316,8 +316,9 @@ struct RowsRunner {
     }
   }
 };
-template <int kBits, int kGroups, int kGroupWarps, int kNT, int kStages, int kRows = 16, bool kPerm = false>
-using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages, kRows, kPerm>;
+template <int kBits, int kGroups, int kGroupWarps, int kNT, int kStages, int kRows = 16, bool kPerm = false,
+          int kSplit = 1>
+using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages, kRows, kPerm, kSplit>;
 
 #ifdef TC_TIMELINE
 // One flushed call with the marks on (mean of 5 calls): when the set-up and
@@ -627,6 +628,21 @@ int main(int argc, char** argv) {
   run_case({"t1_qwen3_down_m32_k5_t1", 2048, 5120, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 1, 2, 32, true>>{});
   run_case({"t1_qwen3_down_m16_k4_t1", 2048, 5120, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 3>>{});
   run_case({"t1_qwen3_down_m16_k4_t2", 2048, 5120, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 3>>{});
+  // K split over clusters of 2 or 4 CTAs (_sS) where the row-owning kernel leaves SMs idle: Qwen3 kv,
+  // 32 granules, one per CTA, on 32 of 132 SMs. _gG: G K-groups of one warp per CTA, 16-row warp
+  // tiles; _s1: configuration 5 (the rule's).
+  run_case({"split_qwen3_kv_m32_k4_g12_s1", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true>>{});
+  run_case({"split_qwen3_kv_m32_k4_g8_s2", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 8, 1, 1, 2, 32, true, 2>>{});
+  run_case({"split_qwen3_kv_m32_k4_g12_s2", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true, 2>>{});
+  run_case({"split_qwen3_kv_m32_k4_g8_s4", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 8, 1, 1, 2, 32, true, 4>>{});
+  run_case({"split_qwen3_kv_m32_k4_g4_s4", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 4, 1, 1, 2, 32, true, 4>>{});
+  run_case({"split_qwen3_kv_m32_k5_g12_s1", 512, 2048, 32, D, 0, 5}, RowsRunner<RowsV<5, 12, 1, 1, 2, 32, true>>{});
+  run_case({"split_qwen3_kv_m32_k5_g8_s4", 512, 2048, 32, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 1, 2, 32, true, 4>>{});
+  run_case({"split_qwen3_kv_m16_k4_g12_s1", 512, 2048, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 3>>{});
+  run_case({"split_qwen3_kv_m16_k4_g8_s4", 512, 2048, 16, D, 0}, RowsRunner<RowsV<4, 8, 1, 1, 3, 16, false, 4>>{});
+  run_case({"split_qwen3_kv_m16_k4_g8_s2", 512, 2048, 16, D, 0}, RowsRunner<RowsV<4, 8, 1, 1, 3, 16, false, 2>>{});
+  run_case({"split_odd_m19_k5_g8_s4", 520, 2080, 19, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 1, 2, 32, true, 4>>{});
+  run_case({"split_odd_m10_k2_g4_s2", 200, 2080, 10, D, 0, 2}, RowsRunner<RowsV<2, 4, 1, 1, 3, 16, false, 2>>{});
   // 32 activation rows per stage (M = 17..32; KBIT_KERNEL=rows's configurations, then variants),
   // against the wgmma kernel's rule below.
   run_case({"rows32_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32>>{});
