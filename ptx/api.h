@@ -42,7 +42,8 @@ struct KbitPlan {
   int gemv_warps;            // the CUDA-core kernel (kbit_gemv.cuh): warps per CTA (0: not used)
   int gemv_tiles;            // and K-tiles per warp
   int rows;                  // the row-owning kernel (kbit_rows.cuh; rows_kernel_pays, KBIT_KERNEL=rows):
-                             // its configuration (launch.cuh rows_config_for), 0: not used
+                             // its configuration (launch.cuh rows_config_for; its grid counts
+                             // clusters of two CTAs for configuration 6), 0: not used
 };
 
 // Both return nullptr on success, else a description of the error.

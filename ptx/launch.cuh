@@ -1102,8 +1102,9 @@ struct RunFn {
 #if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
 // ---- the row-owning kernel (kbit_rows.cuh) ----
 // Its configurations, one table for the plan and the dispatch: configuration
-// id (1..5) = RowsConfig<k, T, groups, warps per group, 16-row tiles per warp,
-// stages, activation rows>, by the rows a CTA owns on this GPU; the most
+// id (1..6) = RowsConfig<k, T, groups, warps per group, 16-row tiles per warp,
+// stages, activation rows, K by pairs, CTAs per cluster>, by the rows a CTA
+// owns on this GPU; the most
 // K-groups the K-tiles allow; 0 where none serves the shape (grouped, M > 32,
 // more rows per CTA than a configuration has, a single K-tile).
 // * M <= 16: 16 activation rows per stage, 3 stages: 1 up to 224 rows (2
@@ -1122,19 +1123,36 @@ struct RunFn {
 //   every Qwen3 kv, o and down benchmark at M = 16..32 gained 0.3-3.1 us
 //   (harness A/B, H200, docs/results.md v55). KBIT_ROWS_T1=0 leaves it out
 //   (A/B).
+// * Both: 6, configuration 5 with K split over clusters of two CTAs
+//   (RowsConfig kSplit: rank 1 sends its sums to rank 0 through distributed
+//   shared memory), where two CTAs per granule fit the SMs (N <= 8 x SMs) and
+//   K has at least kRowsSplitTiles K-tiles: the Llama-3 k/v projections, 64
+//   granules on 128 of 132 SMs instead of 64. tc_bench, H200 (results.md
+//   v55): 8B kv (1024 x 4096) M = 32 8.4-8.6 -> 7.2-7.7 us, M = 16 6.1-6.3 ->
+//   5.1-5.6; 70B kv (1024 x 8192) M = 32 13.1-13.3 -> 10.5-10.8, M = 16
+//   9.6-9.8 -> 7.5-7.9. Qwen3 kv (32 K-tiles) was slower with it (6.2-6.5
+//   against 6.0-6.1), so K below 64 K-tiles keeps one CTA per granule.
+//   Clusters of four were 2-3 us slower on Qwen3 kv (not all 32 resident at
+//   once). KBIT_ROWS_SPLIT=0 leaves it out (A/B; racecheck does not follow
+//   cluster launches, so device_run.sh's racecheck build sets it).
 #ifndef KBIT_ROWS_T1
 #define KBIT_ROWS_T1 1
 #endif
+#ifndef KBIT_ROWS_SPLIT
+#define KBIT_ROWS_SPLIT 1
+#endif
+constexpr int kRowsSplitTiles = 64;
 struct RowsShape {
-  int groups, warps, stages, nt;   // nt: 16-row tiles per warp
+  int groups, warps, stages, nt, split;   // nt: 16-row tiles per warp; split: CTAs per cluster
 };
 constexpr RowsShape rows_shape(int id, int rows) {
   const int stages = rows <= 16 ? 3 : 2;
-  return id == 5   ? RowsShape{12, 1, stages, 1}
-         : id == 4 ? RowsShape{12, 1, stages, 2}
-         : id == 3 ? RowsShape{6, 2, stages, 2}
-         : id == 2 ? RowsShape{rows <= 16 ? 4 : 3, 4, stages, 2}
-                   : RowsShape{rows <= 16 ? 2 : 0, 7, stages, 2};
+  return id == 6   ? RowsShape{12, 1, stages, 1, 2}
+         : id == 5 ? RowsShape{12, 1, stages, 1, 1}
+         : id == 4 ? RowsShape{12, 1, stages, 2, 1}
+         : id == 3 ? RowsShape{6, 2, stages, 2, 1}
+         : id == 2 ? RowsShape{rows <= 16 ? 4 : 3, 4, stages, 2, 1}
+                   : RowsShape{rows <= 16 ? 2 : 0, 7, stages, 2, 1};
 }
 // K permuted by pairs (RowsConfig kPairPerm, kbit_rows.cuh stage_mma_pair_perm
 // and dequant_pairs): at 32 activation rows, every k, where it measured faster
@@ -1144,13 +1162,18 @@ constexpr RowsShape rows_shape(int id, int rows) {
 // vs 32.0-32.4. At 16 rows it changed nothing (v53), so those keep the plain
 // order.
 constexpr bool rows_pair_perm(int rows) { return rows == 32; }
-inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid) {
+// *grid: CTAs, or clusters of shape.split CTAs (configuration 6). split_ok:
+// whether configuration 6 may be chosen (the plan asks again without it where
+// its clusters would not all be resident at once).
+inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid, bool split_ok = true) {
   *grid = 0;
   if (a.E != 1 || a.M > 32) return 0;
-  for (int id = KBIT_ROWS_T1 ? 5 : 4; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
+  const int top = KBIT_ROWS_SPLIT && KBIT_ROWS_T1 && split_ok ? 6 : KBIT_ROWS_T1 ? 5 : 4;
+  for (int id = top; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
     const RowsShape shape = rows_shape(id, a.M);
-    *grid = rows_grid(a.N, sms, shape.warps * 16 * shape.nt);
-    if (*grid > 0 && shape.groups > 0 && a.k_tiles >= shape.groups) return id;
+    if (shape.split > 1 && a.k_tiles < kRowsSplitTiles) continue;
+    *grid = rows_grid(a.N, sms / shape.split, shape.warps * 16 * shape.nt);
+    if (*grid > 0 && shape.groups > 0 && a.k_tiles >= shape.groups * shape.split) return id;
   }
   *grid = 0;
   return 0;
@@ -1187,12 +1210,18 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
 #define KBIT_ROWS_(BITS, ID, R)                                                                                   \
   case ID:                                                                                                        \
     return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, KBIT_ROWS_SHAPE_(ID, R), R,         \
-                                                   rows_pair_perm(R)>>()                                          \
-                : f.template operator()<RowsConfig<BITS, __half, KBIT_ROWS_SHAPE_(ID, R), R, rows_pair_perm(R)>>();
+                                                   rows_pair_perm(R), rows_shape(ID, R).split>>()                 \
+                : f.template operator()<RowsConfig<BITS, __half, KBIT_ROWS_SHAPE_(ID, R), R, rows_pair_perm(R),  \
+                                                   rows_shape(ID, R).split>>();
 #if KBIT_ROWS_T1
 #define KBIT_ROWS_T1_(BITS, R) KBIT_ROWS_(BITS, 5, R)
 #else
 #define KBIT_ROWS_T1_(BITS, R)
+#endif
+#if KBIT_ROWS_T1 && KBIT_ROWS_SPLIT
+#define KBIT_ROWS_SPLIT_(BITS, R) KBIT_ROWS_(BITS, 6, R)
+#else
+#define KBIT_ROWS_SPLIT_(BITS, R)
 #endif
 #define KBIT_ROWS_ID_(BITS)        \
   if (m <= 16) {                   \
@@ -1202,6 +1231,7 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
       KBIT_ROWS_(BITS, 3, 16)      \
       KBIT_ROWS_(BITS, 4, 16)      \
       KBIT_ROWS_T1_(BITS, 16)      \
+      KBIT_ROWS_SPLIT_(BITS, 16)   \
     }                              \
   } else {                         \
     switch (id) {                  \
@@ -1209,6 +1239,7 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
       KBIT_ROWS_(BITS, 3, 32)      \
       KBIT_ROWS_(BITS, 4, 32)      \
       KBIT_ROWS_T1_(BITS, 32)      \
+      KBIT_ROWS_SPLIT_(BITS, 32)   \
     }                              \
   }                                \
   break;
@@ -1219,17 +1250,27 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
     case 5: KBIT_ROWS_ID_(5)
   }
 #undef KBIT_ROWS_ID_
+#undef KBIT_ROWS_SPLIT_
 #undef KBIT_ROWS_T1_
 #undef KBIT_ROWS_
 #undef KBIT_ROWS_SHAPE_
   return "kbit: internal error: no such rows configuration";
 }
-struct RowsPlanFn {   // raises the kernel's shared-memory limit once per device (resident_ctas)
+// Raises the kernel's shared-memory limit once per device (resident_ctas);
+// for a split configuration, *clusters: how many of its clusters of two are
+// resident at once.
+struct RowsPlanFn {
   int device;
+  int* clusters = nullptr;
   template <class Cfg> const char* operator()() const {
     int per_sm = 0;
-    return resident_ctas(reinterpret_cast<const void*>(&kbit_rows_kernel<Cfg>), Cfg::kThreads, Cfg::kSmemBytes,
-                         device, &per_sm);
+    const void* kernel = reinterpret_cast<const void*>(&kbit_rows_kernel<Cfg>);
+    if (const char* err = resident_ctas(kernel, Cfg::kThreads, Cfg::kSmemBytes, device, &per_sm)) return err;
+    if constexpr (Cfg::kSplit > 1) {
+      static_assert(Cfg::kSplit == 2, "resident_pair_clusters counts clusters of two");
+      if (clusters != nullptr) return resident_pair_clusters(kernel, Cfg::kThreads, Cfg::kSmemBytes, device, 2, clusters);
+    }
+    return nullptr;
   }
 };
 struct RowsRunFn {
@@ -1263,8 +1304,14 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   // The row-owning kernel: by shape (rows_kernel_pays), or wherever it serves
   // (KBIT_KERNEL=rows), else the choice by shape.
   if (a.kernel == 6 || (a.kernel == 0 && kbit::rows_kernel_pays(a))) {
-    int grid = 0;
-    if (const int id = kbit::rows_config_for(a, kbit::sm_count(device), &grid)) {
+    int grid = 0, clusters = 0;
+    int id = kbit::rows_config_for(a, kbit::sm_count(device), &grid);
+    if (kbit::rows_shape(id, a.M).split > 1) {   // only where all its clusters are resident at once
+      if (const char* err = kbit::kbit_rows_dispatch(a.bits, a.bf16, id, a.M, kbit::RowsPlanFn{device, &clusters}))
+        return err;
+      if (clusters < grid) id = kbit::rows_config_for(a, kbit::sm_count(device), &grid, false);
+    }
+    if (id) {
       if (const char* err = kbit::kbit_rows_dispatch(a.bits, a.bf16, id, a.M, kbit::RowsPlanFn{device})) return err;
       plan->rows = id;
       plan->grid = grid;

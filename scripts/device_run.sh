@@ -46,10 +46,12 @@ fi
 # on the decode kernels alone); SANITIZE_KERNELS trims the case list. Racecheck runs on a build
 # without the wgmma kernel's copy warp: it cannot follow that ring's mbarrier-ordered slot reuse
 # and flags it (docs/results.md v22, scripts/racecheck_probe.cu); a second build, cached like the first.
+# It does not finish cluster launches either (v47), so that build has no pairs of decode CTAs and no
+# K split over clusters in the row-owning kernel.
 for tool in memcheck racecheck synccheck; do
   if has sanitize || has $tool; then
     defines=${KBIT_DEFINES:-}
-    [ $tool = racecheck ] && defines=${defines:+$defines,}KBIT_WGMMA_COPY_WARP=0,KBIT_DECODE_PAIRS=0
+    [ $tool = racecheck ] && defines=${defines:+$defines,}KBIT_WGMMA_COPY_WARP=0,KBIT_DECODE_PAIRS=0,KBIT_ROWS_SPLIT=0
     # PYTORCH_NO_CUDA_MEMORY_CACHING: every tensor its own cudaMalloc, so memcheck sees each tensor's
     # bounds (inside the caching allocator's blocks a read past a tensor's end is not reported; v29).
     PYTORCH_NO_CUDA_MEMORY_CACHING=1 KBIT_DEFINES=$defines compute-sanitizer --tool $tool --error-exitcode 9 \

@@ -63,9 +63,11 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          # the row-owning kernel's 32-row stages (rule: dense M = 17..32 below 2^26 weights), K
          # permuted by pairs; N % 16 == 8 and K % 64 == 32: a partial warp tile and K-tile. With
          # one granule per CTA (N <= 16 x SMs: N = 1032 and 1000 here, and the M = 10..16 cases
-         # above) configuration 5, 16-row warp tiles in 12 K-groups of one warp
+         # above) configuration 5, 16-row warp tiles in 12 K-groups of one warp; with K of at least
+         # 64 K-tiles as well (M = 10, 13, 14 above, M = 27 here) configuration 6, K split over
+         # clusters of two CTAs (racecheck runs without it: device_run.sh)
          dict(m=24, n=5128, k=2080, bits=4, dtype="float16"), dict(m=19, n=1032, k=2080, bits=5, dtype="bfloat16"),
-         dict(m=29, n=1000, k=2080, bits=2, dtype="bfloat16")]
+         dict(m=29, n=1000, k=2080, bits=2, dtype="bfloat16"), dict(m=27, n=1000, k=4128, bits=3, dtype="bfloat16")]
 bad = 0
 KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma gemv rows").split() if k != "none"]
 for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhere

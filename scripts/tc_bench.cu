@@ -630,7 +630,8 @@ int main(int argc, char** argv) {
   run_case({"t1_qwen3_down_m16_k4_t2", 2048, 5120, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 3>>{});
   // K split over clusters of 2 or 4 CTAs (_sS) where the row-owning kernel leaves SMs idle: Qwen3 kv,
   // 32 granules, one per CTA, on 32 of 132 SMs. _gG: G K-groups of one warp per CTA, 16-row warp
-  // tiles; _s1: configuration 5 (the rule's).
+  // tiles; _s1: configuration 5. v55 (H200): clusters of two won on the Llama-3 k/v layers (0.9-2.7
+  // us; configuration 6 since), not on Qwen3 kv's 32 K-tiles; clusters of four lost everywhere.
   run_case({"split_qwen3_kv_m32_k4_g12_s1", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true>>{});
   run_case({"split_qwen3_kv_m32_k4_g8_s2", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 8, 1, 1, 2, 32, true, 2>>{});
   run_case({"split_qwen3_kv_m32_k4_g12_s2", 512, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true, 2>>{});
@@ -641,6 +642,16 @@ int main(int argc, char** argv) {
   run_case({"split_qwen3_kv_m16_k4_g12_s1", 512, 2048, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 3>>{});
   run_case({"split_qwen3_kv_m16_k4_g8_s4", 512, 2048, 16, D, 0}, RowsRunner<RowsV<4, 8, 1, 1, 3, 16, false, 4>>{});
   run_case({"split_qwen3_kv_m16_k4_g8_s2", 512, 2048, 16, D, 0}, RowsRunner<RowsV<4, 8, 1, 1, 3, 16, false, 2>>{});
+  // Llama-3 k/v projections (N = 1024, 64 granules; K = 4096 and 8192): longer K per granule.
+  run_case({"split_8b_kv_m32_k4_g12_s1", 1024, 4096, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true>>{});
+  run_case({"split_8b_kv_m32_k4_g12_s2", 1024, 4096, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true, 2>>{});
+  run_case({"split_8b_kv_m32_k4_g8_s2", 1024, 4096, 32, D, 0}, RowsRunner<RowsV<4, 8, 1, 1, 2, 32, true, 2>>{});
+  run_case({"split_8b_kv_m16_k4_g12_s1", 1024, 4096, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 3>>{});
+  run_case({"split_8b_kv_m16_k4_g12_s2", 1024, 4096, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 3, 16, false, 2>>{});
+  run_case({"split_70b_kv_m32_k4_g12_s1", 1024, 8192, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true>>{});
+  run_case({"split_70b_kv_m32_k4_g12_s2", 1024, 8192, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 2, 32, true, 2>>{});
+  run_case({"split_70b_kv_m16_k4_g12_s1", 1024, 8192, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 3>>{});
+  run_case({"split_70b_kv_m16_k4_g12_s2", 1024, 8192, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 3, 16, false, 2>>{});
   run_case({"split_odd_m19_k5_g8_s4", 520, 2080, 19, D, 0, 5}, RowsRunner<RowsV<5, 8, 1, 1, 2, 32, true, 4>>{});
   run_case({"split_odd_m10_k2_g4_s2", 200, 2080, 10, D, 0, 2}, RowsRunner<RowsV<2, 4, 1, 1, 3, 16, false, 2>>{});
   // 32 activation rows per stage (M = 17..32; KBIT_KERNEL=rows's configurations, then variants),

@@ -245,6 +245,24 @@ def test_kbit_rows_32_activation_rows(bits, dtype, m, n, k, forced, monkeypatch)
 
 
 @requires_sm80
+@pytest.mark.parametrize("bits", [2, 3, 4, 5])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m,n,k", [(32, 1024, 4096), (16, 1000, 4128), (23, 520, 8192)])
+def test_kbit_rows_split_k(bits, dtype, m, n, k, monkeypatch):
+    """The row-owning kernel with K split over clusters of two CTAs
+    (configuration 6, since v55; sm90 family): layers of at most 8 x SMs rows
+    with at least 64 K-tiles at M = 9..32 (the Llama-3-8B k/v projection; N %
+    16 == 8 with K % 64 == 32; 33 granules). Rank 1 sends its sums to rank 0
+    through distributed shared memory and rank 0 adds them after its own, so
+    every run passes the checker and gives the same bits. (Other families and
+    GPUs whose clusters would not all be resident take other kernels: the
+    checks hold either way.)"""
+    monkeypatch.delenv("KBIT_KERNEL", raising=False)
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype=dtype, experts=1, seed=29)
+    _check_same_bits(generate(spec, "cuda"))
+
+
+@requires_sm80
 @pytest.mark.parametrize("bits,m", [(2, 8), (4, 8), (2, 16), (4, 16), (5, 16)])
 def test_kbit_decode_few_units_per_warp_same_bits(bits, m, monkeypatch):
     """The decode kernel (forced) on a 5128 x 2048 layer at M = 8 and 16: 32-row

@@ -1,8 +1,12 @@
 """The row-owning kernel's shape rule (ptx/launch.cuh: rows_kernel_pays,
 rows_config_for, rows_grid; ptx/kbit_rows.cuh: RowsConfig), run on the host:
-which dense shapes it takes, the configuration and grid it picks on a
-132-SM GPU, that every CTA's share of 16-row granules fits that
-configuration's rows, and that every configuration fits one H100 SM."""
+which dense shapes it takes, the configuration and grid (CTAs, or clusters
+of two for configuration 6) it picks on a 132-SM GPU, that every CTA's (or
+cluster's) share of 16-row granules fits that configuration's rows, and that
+every configuration fits one H100 SM. (The plan also checks that the
+clusters are resident at once; that query needs a GPU.)"""
+
+NCOL = 7   # per k: groups, warps per group, CTA rows, stages, shared bytes, K by pairs, CTAs per cluster
 import subprocess
 
 import pytest
@@ -21,8 +25,8 @@ PROGRAM = r"""
 #include <cstdio>
 struct Describe {   // the configuration's shape and shared memory; launches nothing
   template <class Cfg> const char* operator()() const {
-    std::printf(" %d %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages, Cfg::kSmemBytes,
-                int(Cfg::kPairPerm));
+    std::printf(" %d %d %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages, Cfg::kSmemBytes,
+                int(Cfg::kPairPerm), Cfg::kSplit);
     return nullptr;
   }
 };
@@ -79,6 +83,13 @@ EXPECTED = {
     (32, *L70_DOWN, 1, 4, 0): (0, 0),
     (32, *L8_DOWN, 1, 4, 1): (4, 132),     # KBIT_KERNEL=rows: wherever a configuration serves
     (32, *L70_GATEUP, 1, 4, 1): (0, 0),    # no 224-row configuration at 32 rows
+    # K split over clusters of two (configuration 6): one granule per CTA, two CTAs per granule
+    # fit the SMs (N <= 8 x 132 = 1056), at least 64 K-tiles
+    (32, 1024, 4096, 1, 4, 0): (6, 64),    # Llama-3-8B k/v: 64 clusters
+    (16, 1024, 8192, 1, 2, 0): (6, 64),    # Llama-3-70B k/v
+    (12, 1056, 4128, 1, 5, 0): (6, 66),
+    (16, 1072, 4096, 1, 4, 0): (5, 67),    # 67 granules: 134 CTAs would not fit
+    (32, 1024, 2048, 1, 4, 0): (5, 64),    # 32 K-tiles: one CTA per granule
     (33, *L8_GATEUP, 1, 4, 0): (0, 0),
     (33, *L8_DOWN, 1, 4, 1): (0, 0),
 }
@@ -113,17 +124,18 @@ def test_rows_every_cta_share_fits(rule_exe, m):
         if n * k >= 1 << 26 and m <= 16:
             assert id_ == 0
             continue
-        assert id_ in (1, 2, 3, 4, 5) and grid >= 1, (n, k, r)
-        per_bits = [r[2 + 6 * i: 8 + 6 * i] for i in range(4)]
+        assert id_ in (1, 2, 3, 4, 5, 6) and grid >= 1, (n, k, r)
+        per_bits = [r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4)]
         cta_rows = per_bits[0][2]
         granules = -(-n // 16)
         shares = [(c + 1) * granules // grid - c * granules // grid for c in range(grid)]
         assert min(shares) >= 1 and sum(shares) == granules
         assert max(shares) * 16 <= cta_rows, (n, k, shares, cta_rows)
-        for bits, (groups, warps, rows, stages, smem, pair_perm) in zip(range(2, 6), per_bits):
-            assert rows == cta_rows and (k + 63) // 64 >= groups
+        for bits, (groups, warps, rows, stages, smem, pair_perm, split) in zip(range(2, 6), per_bits):
+            assert rows == cta_rows and (k + 63) // 64 >= groups * split
             assert smem <= 227 * 1024
             assert pair_perm == (m > 16)   # K permuted by pairs at 32 rows, every k
+            assert split == (2 if id_ == 6 else 1) and (split == 1 or (k + 63) // 64 >= 64 and grid * 2 <= 132)
 
 
 def test_rows_16_row_tiles(rule_exe, tmp_path_factory):
@@ -136,7 +148,23 @@ def test_rows_16_row_tiles(rule_exe, tmp_path_factory):
     got = run(rule_exe, shapes)
     assert [r[:2] for r in got] == [(5, 32), (5, 128), (5, 128), (4, 132), (4, 132), (5, 129)], got
     for r in got[:3] + got[5:]:
-        for groups, warps, rows, stages, smem, pair_perm in (r[2 + 6 * i: 8 + 6 * i] for i in range(4)):
-            assert (groups, warps, rows) == (12, 1, 16) and smem <= 227 * 1024
+        for groups, warps, rows, stages, smem, pair_perm, split in (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4)):
+            assert (groups, warps, rows, split) == (12, 1, 16, 1) and smem <= 227 * 1024
     off = build_host_program(tmp_path_factory, "rows_rule_t1_off", "#define KBIT_ROWS_T1 0\n" + PROGRAM)
     assert [r[:2] for r in run(off, shapes)] == [(4, 32), (4, 128), (4, 128), (4, 132), (4, 132), (4, 129)]
+
+
+def test_rows_split_configuration(rule_exe, tmp_path_factory):
+    """Configuration 6: configuration 5 with K split over clusters of two CTAs
+    (rank 1's K-tiles after rank 0's), for layers of at most 8 x SMs rows and
+    at least 64 K-tiles; the grid counts clusters. A KBIT_ROWS_SPLIT=0 build
+    (the A/B switch) gives those shapes configuration 5 over the same granules."""
+    shapes = [(32, 1024, 4096, 1, 4, 0), (16, 1024, 8192, 1, 2, 0), (20, 1000, 4128, 1, 3, 0),
+              (9, 512, 4096, 1, 5, 0), (32, *Q_KV, 1, 4, 0)]
+    got = run(rule_exe, shapes)
+    assert [r[:2] for r in got] == [(6, 64), (6, 64), (6, 63), (6, 32), (5, 32)], got
+    for r in got[:4]:
+        for groups, warps, rows, stages, smem, pair_perm, split in (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4)):
+            assert (groups, warps, rows, split) == (12, 1, 16, 2) and smem <= 227 * 1024
+    off = build_host_program(tmp_path_factory, "rows_rule_split_off", "#define KBIT_ROWS_SPLIT 0\n" + PROGRAM)
+    assert [r[:2] for r in run(off, shapes)] == [(5, 64), (5, 64), (5, 63), (5, 32), (5, 32)]
