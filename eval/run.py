@@ -675,12 +675,12 @@ def compile_jobs(families: list) -> list:
     return [(f, arch, i == 0) for f in families for i, arch in enumerate(S.COMPILE_TARGETS[f])]
 
 
-def compile_job(job: tuple) -> tuple:
+def compile_job(job: tuple, extra_flags: Optional[list] = None) -> tuple:
     """Runs one build of compile_jobs(); returns (job, rc, output, reports, seconds)."""
     import submission as S
     fam, arch, host = job
     t0 = time.perf_counter()
-    rc, text, reps = compile_source(S.assemble_source(fam), arch, host=host)
+    rc, text, reps = compile_source(S.assemble_source(fam), arch, extra_flags=extra_flags, host=host)
     return job, rc, text, reps, time.perf_counter() - t0
 
 
