@@ -1103,7 +1103,7 @@ struct RunFn {
 // ---- the row-owning kernel (kbit_rows.cuh) ----
 // Its configurations, one table for the plan and the dispatch: configuration
 // id (1..5) = RowsConfig<k, T, groups, warps per group, 16-row tiles per warp,
-// stages, activation rows>, by the rows a CTA owns on this GPU; the most
+// stages, activation rows, rows_pair_perm>, by the rows a CTA owns on this GPU; the most
 // K-groups the K-tiles allow; 0 where none serves the shape (grouped, M > 32,
 // more rows per CTA than a configuration has, a single K-tile).
 // * M <= 16: 16 activation rows per stage, 3 stages: 1 up to 224 rows (2
