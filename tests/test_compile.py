@@ -44,8 +44,9 @@ _COST = {("family", "sm90", "90a"): 360, ("family", "sm100", "100a"): 150, ("fam
 # The families' object builds: host code at -O0 (g++ takes the last -O). The
 # device code, and so its registers and spills, is the same as load_inline's
 # (-O3); the host code is still compiled, only not optimised. The sm90
-# family's object build took 342 s against 368-387 at -O3 (one core each of
-# two, v55); device code alone, 322.
+# family's object build (281 kernels) took 342 s this way, beside a second
+# build, against 387 s at -O3 alone; its device code alone took 322 s (v55,
+# 2 cores). Its registers, spills, stack and shared memory were the same.
 HOST_FLAGS = ["-Xcompiler", "-O0"]
 PTX_ONLY_TOOLS = {"tc_bench"}   # front end only (host and device C++), no ptxas or host code generation
 

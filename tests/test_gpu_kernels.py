@@ -231,8 +231,9 @@ def test_kbit_rows_32_activation_rows(bits, dtype, m, n, k, forced, monkeypatch)
     """Dense M = 17..32 on the row-owning kernel's 32-row stages: shapes the
     rule gives it (Llama-3-8B gate/up; N % 16 == 8 with K % 64 == 32, so a
     CTA's last warp tile and the last K-tile are partial; a layer of 33
-    granules; since v54 a down projection: 12 K-groups of one warp, also at
-    k = 2 and 5) and, forced, a layer of over 2^26 weights (6 K-groups of two
+    granules, one per CTA, which since v55 takes 16-row warp tiles
+    (configuration 5); since v54 a down projection: 12 K-groups of one warp,
+    also at k = 2 and 5) and, forced, a layer of over 2^26 weights (6 K-groups of two
     warps). K is permuted by pairs (the scale applied before the MMA): at k =
     4 since v53, at every k since v54. Every run passes the checker and gives
     the same bits (the K-groups' sums meet in a fixed order)."""
