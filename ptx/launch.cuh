@@ -1133,8 +1133,10 @@ struct RunFn {
 //   9.6-9.8 -> 7.5-7.9. Qwen3 kv (32 K-tiles) was slower with it (6.2-6.5
 //   against 6.0-6.1), so K below 64 K-tiles keeps one CTA per granule.
 //   Clusters of four were 2-3 us slower on Qwen3 kv (not all 32 resident at
-//   once). KBIT_ROWS_SPLIT=0 leaves it out (A/B; racecheck does not follow
-//   cluster launches, so device_run.sh's racecheck build sets it).
+//   once). Harness A/B (H200, results.md v56): 70B kv M = 16 9.7-10.1 ->
+//   7.5-7.8 us, M = 32 12.9-13.7 -> 10.5-10.8; 8B kv 7.0-7.2 -> 6.1-6.4 and
+//   9.2-9.5 -> 8.3-8.5. KBIT_ROWS_SPLIT=0 leaves it out (A/B; racecheck does
+//   not follow cluster launches, so device_run.sh's racecheck build sets it).
 #ifndef KBIT_ROWS_T1
 #define KBIT_ROWS_T1 1
 #endif
