@@ -6,8 +6,9 @@ wrapper tests' kernels: ~15 minutes of one core on a slow CI machine) are one
 nvcc process each. pytest runs tests one after another, so they start together
 in a pool of one worker per core when the first of them is asked for
 (`start_builds`), longest first, and each test waits for its own; only the
-builds of selected tests run. conftest.py starts them when collection ends, so
-they run beside the other modules' CPU tests.
+builds of selected tests run. conftest.py starts them when collection ends and
+runs this module's tests last, so the builds run beside the other modules' CPU
+tests.
 
 To keep CI under 10 minutes on 2 cores, the families build for the targets
 SPEC §2 names (sm_80, sm_90a, sm_100a; `eval/run.py --mode compile` builds
