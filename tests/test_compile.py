@@ -36,7 +36,7 @@ TOOLS = ["nvfp4_bench", "gemv_bench", "l2_flush_check", "stream_probe", "raceche
          "tc_bench -DTC_PHASES", "wgmma_rate", "wgmma_overlap"]
 CI_TARGETS = {"80", "90a", "100a"}   # SPEC §2 (every family has one of them)
 WRAPPER_ARCHES = [("sm80", "sm_80"), ("sm90", "sm_90a")]
-# Seconds of one core each build took on a 2-core machine (v50): the pool
+# Seconds of one core each build took on a 2-core machine (v50; tc_bench v56): the pool
 # starts the longest first, so the last to finish are short ones.
 _COST = {("family", "sm90", "90a"): 360, ("family", "sm100", "100a"): 150, ("family", "sm80", "80"): 145,
          ("tool", "tc_bench -DTC_PHASES"): 25, ("tool", "nvfp4_bench"): 13, ("tool", "wgmma_overlap"): 11}
