@@ -459,35 +459,16 @@ inline int rows_grid(int N, int sms, int cta_rows) {
   return cdiv(granules, ctas) * 16 <= cta_rows ? ctas : 0;
 }
 
-// Host: launches a planned call (launch.cuh RowsPlanFn raised the kernel's
-// shared-memory limit; grid from rows_grid).
+// Host: the kernel's parameters for a planned call (launch.cuh RowsRunFn
+// launches it: RowsPlanFn raised the kernel's shared-memory limit; grid from
+// rows_grid, in clusters of kSplit CTAs where kSplit > 1), or the error.
 template <class Cfg>
-const char* kbit_rows_launch(const KbitParams& kp, int grid, void* stream) {
+const char* kbit_rows_params(const KbitParams& kp, int grid, RowsParams* p) {
   if (kp.E != 1 || kp.M > Cfg::kRows || kp.M < 1 || grid < 1) return "kbit_rows: dense layers with at most the configuration's activation rows (16 or 32)";
   if (kp.layout.k_tiles < Cfg::kGroups * Cfg::kSplit) return "kbit_rows: fewer K-tiles than K-groups";
-  RowsParams p;
-  static_cast<KbitParams&>(p) = kp;
-  p.granules = cdiv(kp.N, 16);
-  if constexpr (Cfg::kSplit > 1) {   // `grid` clusters of kSplit CTAs
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = Cfg::kSplit;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(unsigned(grid * Cfg::kSplit));
-    cfg.blockDim = dim3(unsigned(Cfg::kThreads));
-    cfg.dynamicSmemBytes = Cfg::kSmemBytes;
-    cfg.stream = static_cast<cudaStream_t>(stream);
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    const cudaError_t err = cudaLaunchKernelEx(&cfg, kbit_rows_kernel<Cfg>, p);
-    return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
-  } else {
-    kbit_rows_kernel<Cfg><<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
-    const cudaError_t err = cudaGetLastError();
-    return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
-  }
+  static_cast<KbitParams&>(*p) = kp;
+  p->granules = cdiv(kp.N, 16);
+  return nullptr;
 }
 
 }  // namespace kbit
