@@ -259,36 +259,58 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
     a_ok |= uint32_t(idx < kAChunkCount && (idx >> 3) < p.M) << i;
   }
   const char* a_src = static_cast<const char*>(p.a) + (size_t((a_ok & 1u) ? a_idx >> 3 : 0) * p.K + size_t(kt_begin) * kTileK + a_c * 8) * 2;
-  const auto issue = [&](int it) {   // K-tile kt_begin + it into its slot
-    const uint32_t s = ring0 + uint32_t((it % Cfg::kRingStages) * Cfg::kGroupStage);
-    const char* w = w_base + size_t(it) * w_step;
+  // The copy cursor. issue() copies the group's next K-tile into the next slot:
+  // per K-tile the sources advance by constant strides and the slot by one
+  // stage, and the per-lane choices (which copies exist, which zero-fill) are
+  // made once here. (Recomputing the addresses from the K-tile's index took
+  // ~90 of the ~290 instructions per K-tile and warp of the 8B gate/up M = 32
+  // loop at k = 2: 64-bit products, the slot's modulo, selects.)
+  const char* w_src = w_base;   // the warp's plane words of the next K-tile
+  const char* s_src = s_base;   // its scale bytes
+  const char* a_tile = a_src;   // this lane's activation chunk 0 of it
+  const size_t a_rstep = size_t(kGroupLanes / 8) * p.K * 2;   // chunk i lies i rows of the group's lanes further
+  // From this K-tile of the group's range on, chunk a_c lies past K (K % 64 == 32: the last
+  // K-tile's second half; K / kTileK - kt_begin is past the range where K % 64 == 0).
+  const int a_cut = a_c >= 4 ? p.K / kTileK - kt_begin : 1 << 30;
+  uint32_t issue_off = 0;   // the next slot's offset in the group's ring
+  int issue_it = 0;
+  const auto next_slot = [](uint32_t off) {
+    return off + Cfg::kGroupStage == uint32_t(Cfg::kRingStages * Cfg::kGroupStage) ? 0u : off + Cfg::kGroupStage;
+  };
+  const auto issue = [&]() {
+    const uint32_t s = ring0 + issue_off;
 #pragma unroll
     for (int i = 0; i < cdiv(Cfg::kWarpW / 16, 32); ++i) {
       const int off = (i * 32 + lane) * 16;
       if (Cfg::kWarpW % 512 == 0 || off < Cfg::kWarpW) {
         const bool ok = off < w_bytes;
-        ptx::cp_async_cg16(s + wj * Cfg::kWarpW + off, w + (ok ? off : 0), ok ? 16u : 0u);
+        ptx::cp_async_cg16(s + wj * Cfg::kWarpW + off, w_src + (ok ? off : 0), ok ? 16u : 0u);
       }
     }
     if (lane * 16 < Cfg::BLOCK_N * 2) {
       const bool ok = lane * 16 < w_bytes / (4 * Cfg::kBits);
-      ptx::cp_async_cg16(s + Cfg::kScaleOff + wj * Cfg::BLOCK_N * 2 + lane * 16,
-                         s_base + size_t(it) * s_step + (ok ? lane * 16 : 0), ok ? 16u : 0u);
+      ptx::cp_async_cg16(s + Cfg::kScaleOff + wj * Cfg::BLOCK_N * 2 + lane * 16, s_src + (ok ? lane * 16 : 0),
+                         ok ? 16u : 0u);
     }
-    const bool col_in_k = a_c < 4 || (kt_begin + it + 1) * kTileK <= p.K;   // (K % 64 == 32: half a K-tile)
+    const bool col_in_k = issue_it < a_cut;
 #pragma unroll
     for (int i = 0; i < kAChunks; ++i) {
       const int idx = i * kGroupLanes + a_idx, r = idx >> 3;
       if (kGroupLanes * kAChunks == kAChunkCount || idx < kAChunkCount) {
-        const bool ok = (a_ok >> i & 1) && col_in_k;
-        ptx::cp_async_cg16(s + Cfg::kActOff + r * 128 + ((a_c ^ (r & 7)) << 4),
-                           a_src + (ok ? (size_t(i) * (kGroupLanes / 8) * p.K + size_t(it) * kTileK) * 2 : 0), ok ? 16u : 0u);
+        const bool ok = (a_ok >> i & 1) && col_in_k;   // (else a zero-fill from an address inside A)
+        ptx::cp_async_cg16(s + Cfg::kActOff + r * 128 + ((a_c ^ (r & 7)) << 4), ok ? a_tile + i * a_rstep : a_src,
+                           ok ? 16u : 0u);
       }
     }
+    w_src += w_step;
+    s_src += s_step;
+    a_tile += kTileK * 2;
+    issue_off = next_slot(issue_off);
+    ++issue_it;
   };
 #pragma unroll 1
   for (int it = 0; it < Cfg::kRingStages - 1; ++it) {
-    if (it < nk) issue(it);
+    if (it < nk) issue();
     ptx::cp_async_commit();
   }
 
@@ -351,13 +373,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   // (Skipping them warp-uniformly, in a second copy of the loop, was ~1 us
   // slower at Llama-3-8B gate/up M = 16 on an H100, against the decode rule
   // in the same tc_bench run.)
+  uint32_t read_off = 0;   // stage it's offset in the group's ring
 #pragma unroll 1
   for (int it = 0; it < nk; ++it) {
     ptx::cp_async_wait<Cfg::kRingStages - 2>();   // this lane's copies of stage it
     ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);   // the group's copies; stage it - 1 read by all
-    if (it + Cfg::kRingStages - 1 < nk) issue(it + Cfg::kRingStages - 1);
+    if (it + Cfg::kRingStages - 1 < nk) issue();   // K-tile it + kRingStages - 1
     ptx::cp_async_commit();
-    const uint32_t slot = ring0 + uint32_t((it % Cfg::kRingStages) * Cfg::kGroupStage);
+    const uint32_t slot = ring0 + read_off;
+    read_off = next_slot(read_off);
     const uint8_t* stage = rows_smem + (slot - ptx::smem_u32(rows_smem));
 
     decode_stage_scales<Cfg>(scales, stage + Cfg::kScaleOff, wj * Cfg::BLOCK_N, lane);
@@ -435,35 +459,16 @@ inline int rows_grid(int N, int sms, int cta_rows) {
   return cdiv(granules, ctas) * 16 <= cta_rows ? ctas : 0;
 }
 
-// Host: launches a planned call (launch.cuh RowsPlanFn raised the kernel's
-// shared-memory limit; grid from rows_grid).
+// Host: the kernel's parameters for a planned call (launch.cuh RowsRunFn
+// launches it: RowsPlanFn raised the kernel's shared-memory limit; grid from
+// rows_grid, in clusters of kSplit CTAs where kSplit > 1), or the error.
 template <class Cfg>
-const char* kbit_rows_launch(const KbitParams& kp, int grid, void* stream) {
+const char* kbit_rows_params(const KbitParams& kp, int grid, RowsParams* p) {
   if (kp.E != 1 || kp.M > Cfg::kRows || kp.M < 1 || grid < 1) return "kbit_rows: dense layers with at most the configuration's activation rows (16 or 32)";
   if (kp.layout.k_tiles < Cfg::kGroups * Cfg::kSplit) return "kbit_rows: fewer K-tiles than K-groups";
-  RowsParams p;
-  static_cast<KbitParams&>(p) = kp;
-  p.granules = cdiv(kp.N, 16);
-  if constexpr (Cfg::kSplit > 1) {   // `grid` clusters of kSplit CTAs
-    cudaLaunchAttribute attr;
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = Cfg::kSplit;
-    attr.val.clusterDim.y = 1;
-    attr.val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(unsigned(grid * Cfg::kSplit));
-    cfg.blockDim = dim3(unsigned(Cfg::kThreads));
-    cfg.dynamicSmemBytes = Cfg::kSmemBytes;
-    cfg.stream = static_cast<cudaStream_t>(stream);
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    const cudaError_t err = cudaLaunchKernelEx(&cfg, kbit_rows_kernel<Cfg>, p);
-    return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
-  } else {
-    kbit_rows_kernel<Cfg><<<grid, Cfg::kThreads, Cfg::kSmemBytes, static_cast<cudaStream_t>(stream)>>>(p);
-    const cudaError_t err = cudaGetLastError();
-    return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
-  }
+  static_cast<KbitParams&>(*p) = kp;
+  p->granules = cdiv(kp.N, 16);
+  return nullptr;
 }
 
 }  // namespace kbit

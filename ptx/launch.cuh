@@ -632,11 +632,12 @@ inline const char* resident_ctas(const void* kernel, int threads, size_t smem, i
 }
 
 #if KBIT_HAS_CLUSTER
-// A launch of `grid` CTAs in clusters of two (*attr holds the cluster shape).
+// A launch of `grid` CTAs in clusters of `cluster` (*attr holds the cluster
+// shape): the decode kernel's pairs, the row-owning kernel's K split.
 inline cudaLaunchConfig_t pair_launch_config(int grid, int threads, size_t smem, cudaStream_t stream,
-                                             cudaLaunchAttribute* attr) {
+                                             cudaLaunchAttribute* attr, int cluster = 2) {
   attr->id = cudaLaunchAttributeClusterDimension;
-  attr->val.clusterDim.x = 2;
+  attr->val.clusterDim.x = unsigned(cluster);
   attr->val.clusterDim.y = 1;
   attr->val.clusterDim.z = 1;
   cudaLaunchConfig_t cfg = {};
@@ -1278,7 +1279,22 @@ struct RowsRunFn {
   KbitParams p;
   int grid;
   void* stream;
-  template <class Cfg> const char* operator()() const { return kbit_rows_launch<Cfg>(p, grid, stream); }
+  template <class Cfg> const char* operator()() const {
+    RowsParams rp;
+    if (const char* err = kbit_rows_params<Cfg>(p, grid, &rp)) return err;
+    const auto s = static_cast<cudaStream_t>(stream);
+    if constexpr (Cfg::kSplit > 1) {   // `grid` clusters of kSplit CTAs
+      cudaLaunchAttribute attr;
+      const cudaLaunchConfig_t cfg = pair_launch_config(grid * Cfg::kSplit, Cfg::kThreads, Cfg::kSmemBytes, s, &attr,
+                                                        Cfg::kSplit);
+      const cudaError_t err = cudaLaunchKernelEx(&cfg, kbit_rows_kernel<Cfg>, rp);
+      return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+    } else {
+      kbit_rows_kernel<Cfg><<<grid, Cfg::kThreads, Cfg::kSmemBytes, s>>>(rp);
+      const cudaError_t err = cudaGetLastError();
+      return err == cudaSuccess ? nullptr : cudaGetErrorString(err);
+    }
+  }
 };
 #endif
 
