@@ -1104,7 +1104,8 @@ struct RunFn {
 // ---- the row-owning kernel (kbit_rows.cuh) ----
 // Its configurations, one table for the plan and the dispatch: configuration
 // id (1..6) = RowsConfig<k, T, groups, warps per group, 16-row tiles per warp,
-// stages, activation rows, K by pairs, CTAs per cluster>, by the rows a CTA
+// stages, activation rows, K by pairs, CTAs per cluster, K-tiles per group
+// barrier>, by the rows a CTA
 // owns on this GPU; the most
 // K-groups the K-tiles allow; 0 where none serves the shape (grouped, M > 32,
 // more rows per CTA than a configuration has, a single K-tile).
@@ -1144,18 +1145,37 @@ struct RunFn {
 #ifndef KBIT_ROWS_SPLIT
 #define KBIT_ROWS_SPLIT 1
 #endif
+// * Two K-tiles per pass of the group barrier (RowsConfig kSyncTiles, 4
+//   stages) in the configurations with 32-row warp tiles and at most 12 warps
+//   that fit it, at k = 2..4: 3 and 4 at M <= 16, 2 and 3 at M = 17..32.
+//   tc_bench, H200, graph us, three rounds (docs/results.md v57): Llama-3-8B
+//   down M = 16 (4) k = 4 19.1-19.5 -> 17.6-18.5, k = 3 20.0-20.3 ->
+//   18.0-18.3, k = 2 18.0-18.5 -> 17.1-17.7; Qwen3 gate/up (3) M = 16 8.0-8.5
+//   -> 7.3-7.7, M = 32 k = 2 10.6-10.8 -> 10.0-10.3; Llama-3-8B gate/up M = 32
+//   (2) 24.3-24.8 -> 23.9-24.6. Not at k = 5 (Qwen3 gate/up M = 16 9.4-9.8
+//   against 10.1-10.3), not with 16-row warp tiles (5, 6: level or slower),
+//   not in the 16-warp 4 x 4 (spills at 128 registers: 8B gate/up M = 16
+//   18.0-18.8 against 20.4-21.1). KBIT_ROWS_SYNC=0 leaves it out (A/B).
+#ifndef KBIT_ROWS_SYNC
+#define KBIT_ROWS_SYNC 1
+#endif
 constexpr int kRowsSplitTiles = 64;
 struct RowsShape {
-  int groups, warps, stages, nt, split;   // nt: 16-row tiles per warp; split: CTAs per cluster
+  int groups, warps, stages, nt, split, sync;   // nt: 16-row tiles per warp; split: CTAs per cluster;
+                                                // sync: K-tiles per group barrier
 };
-constexpr RowsShape rows_shape(int id, int rows) {
-  const int stages = rows <= 16 ? 3 : 2;
-  return id == 6   ? RowsShape{12, 1, stages, 1, 2}
-         : id == 5 ? RowsShape{12, 1, stages, 1, 1}
-         : id == 4 ? RowsShape{12, 1, stages, 2, 1}
-         : id == 3 ? RowsShape{6, 2, stages, 2, 1}
-         : id == 2 ? RowsShape{rows <= 16 ? 4 : 3, 4, stages, 2, 1}
-                   : RowsShape{rows <= 16 ? 2 : 0, 7, stages, 2, 1};
+constexpr int rows_sync_tiles(int id, int rows, int bits) {
+  return KBIT_ROWS_SYNC && bits != 5 && (rows <= 16 ? id == 3 || id == 4 : id == 2 || id == 3) ? 2 : 1;
+}
+constexpr RowsShape rows_shape(int id, int rows, int bits) {
+  const int sync = rows_sync_tiles(id, rows, bits);
+  const int stages = sync == 2 ? 4 : rows <= 16 ? 3 : 2;
+  return id == 6   ? RowsShape{12, 1, stages, 1, 2, sync}
+         : id == 5 ? RowsShape{12, 1, stages, 1, 1, sync}
+         : id == 4 ? RowsShape{12, 1, stages, 2, 1, sync}
+         : id == 3 ? RowsShape{6, 2, stages, 2, 1, sync}
+         : id == 2 ? RowsShape{rows <= 16 ? 4 : 3, 4, stages, 2, 1, sync}
+                   : RowsShape{rows <= 16 ? 2 : 0, 7, stages, 2, 1, sync};
 }
 // K permuted by pairs (RowsConfig kPairPerm, kbit_rows.cuh stage_mma_pair_perm
 // and dequant_pairs): at 32 activation rows, every k, where it measured faster
@@ -1173,7 +1193,7 @@ inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid, bool
   if (a.E != 1 || a.M > 32) return 0;
   const int top = KBIT_ROWS_SPLIT && KBIT_ROWS_T1 && split_ok ? 6 : KBIT_ROWS_T1 ? 5 : 4;
   for (int id = top; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
-    const RowsShape shape = rows_shape(id, a.M);
+    const RowsShape shape = rows_shape(id, a.M, a.bits);
     if (shape.split > 1 && a.k_tiles < kRowsSplitTiles) continue;
     *grid = rows_grid(a.N, sms / shape.split, shape.warps * 16 * shape.nt);
     if (*grid > 0 && shape.groups > 0 && a.k_tiles >= shape.groups * shape.split) return id;
@@ -1208,14 +1228,13 @@ inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
 }
 template <class F>
 const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
-#define KBIT_ROWS_SHAPE_(ID, R) \
-  rows_shape(ID, R).groups, rows_shape(ID, R).warps, rows_shape(ID, R).nt, rows_shape(ID, R).stages
-#define KBIT_ROWS_(BITS, ID, R)                                                                                   \
-  case ID:                                                                                                        \
-    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, KBIT_ROWS_SHAPE_(ID, R), R,         \
-                                                   rows_pair_perm(R), rows_shape(ID, R).split>>()                 \
-                : f.template operator()<RowsConfig<BITS, __half, KBIT_ROWS_SHAPE_(ID, R), R, rows_pair_perm(R),  \
-                                                   rows_shape(ID, R).split>>();
+#define KBIT_ROWS_SHAPE_(ID, R, B) \
+  rows_shape(ID, R, B).groups, rows_shape(ID, R, B).warps, rows_shape(ID, R, B).nt, rows_shape(ID, R, B).stages, R, \
+      rows_pair_perm(R), rows_shape(ID, R, B).split, rows_shape(ID, R, B).sync
+#define KBIT_ROWS_(BITS, ID, R)                                                                       \
+  case ID:                                                                                            \
+    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, KBIT_ROWS_SHAPE_(ID, R, BITS)>>() \
+                : f.template operator()<RowsConfig<BITS, __half, KBIT_ROWS_SHAPE_(ID, R, BITS)>>();
 #if KBIT_ROWS_T1
 #define KBIT_ROWS_T1_(BITS, R) KBIT_ROWS_(BITS, 5, R)
 #else
@@ -1323,7 +1342,7 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.kernel == 6 || (a.kernel == 0 && kbit::rows_kernel_pays(a))) {
     int grid = 0, clusters = 0;
     int id = kbit::rows_config_for(a, kbit::sm_count(device), &grid);
-    if (kbit::rows_shape(id, a.M).split > 1) {   // only where all its clusters are resident at once
+    if (kbit::rows_shape(id, a.M, a.bits).split > 1) {   // only where all its clusters are resident at once
       if (const char* err = kbit::kbit_rows_dispatch(a.bits, a.bf16, id, a.M, kbit::RowsPlanFn{device, &clusters}))
         return err;
       if (clusters < grid) id = kbit::rows_config_for(a, kbit::sm_count(device), &grid, false);

@@ -6,7 +6,8 @@ cluster's) share of 16-row granules fits that configuration's rows, and that
 every configuration fits one H100 SM. (The plan also checks that the
 clusters are resident at once; that query needs a GPU.)"""
 
-NCOL = 7   # per k: groups, warps per group, CTA rows, stages, shared bytes, K by pairs, CTAs per cluster
+NCOL = 8   # per k: groups, warps per group, CTA rows, stages, shared bytes, K by pairs, CTAs per cluster,
+           # K-tiles per group barrier
 import subprocess
 
 import pytest
@@ -25,8 +26,8 @@ PROGRAM = r"""
 #include <cstdio>
 struct Describe {   // the configuration's shape and shared memory; launches nothing
   template <class Cfg> const char* operator()() const {
-    std::printf(" %d %d %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages, Cfg::kSmemBytes,
-                int(Cfg::kPairPerm), Cfg::kSplit);
+    std::printf(" %d %d %d %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages,
+                Cfg::kSmemBytes, int(Cfg::kPairPerm), Cfg::kSplit, Cfg::kSyncTiles);
     return nullptr;
   }
 };
@@ -131,11 +132,12 @@ def test_rows_every_cta_share_fits(rule_exe, m):
         shares = [(c + 1) * granules // grid - c * granules // grid for c in range(grid)]
         assert min(shares) >= 1 and sum(shares) == granules
         assert max(shares) * 16 <= cta_rows, (n, k, shares, cta_rows)
-        for bits, (groups, warps, rows, stages, smem, pair_perm, split) in zip(range(2, 6), per_bits):
+        for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync) in zip(range(2, 6), per_bits):
             assert rows == cta_rows and (k + 63) // 64 >= groups * split
             assert smem <= 227 * 1024
             assert pair_perm == (m > 16)   # K permuted by pairs at 32 rows, every k
             assert split == (2 if id_ == 6 else 1) and (split == 1 or (k + 63) // 64 >= 64 and grid * 2 <= 132)
+            assert stages >= 2 * sync
 
 
 def test_rows_16_row_tiles(rule_exe, tmp_path_factory):
@@ -148,8 +150,9 @@ def test_rows_16_row_tiles(rule_exe, tmp_path_factory):
     got = run(rule_exe, shapes)
     assert [r[:2] for r in got] == [(5, 32), (5, 128), (5, 128), (4, 132), (4, 132), (5, 129)], got
     for r in got[:3] + got[5:]:
-        for groups, warps, rows, stages, smem, pair_perm, split in (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4)):
-            assert (groups, warps, rows, split) == (12, 1, 16, 1) and smem <= 227 * 1024
+        for groups, warps, rows, stages, smem, pair_perm, split, sync in (r[2 + NCOL * i: 2 + NCOL * (i + 1)]
+                                                                          for i in range(4)):
+            assert (groups, warps, rows, split, sync) == (12, 1, 16, 1, 1) and smem <= 227 * 1024
     off = build_host_program(tmp_path_factory, "rows_rule_t1_off", "#define KBIT_ROWS_T1 0\n" + PROGRAM)
     assert [r[:2] for r in run(off, shapes)] == [(4, 32), (4, 128), (4, 128), (4, 132), (4, 132), (4, 129)]
 
@@ -164,7 +167,32 @@ def test_rows_split_configuration(rule_exe, tmp_path_factory):
     got = run(rule_exe, shapes)
     assert [r[:2] for r in got] == [(6, 64), (6, 64), (6, 63), (6, 32), (5, 32)], got
     for r in got[:4]:
-        for groups, warps, rows, stages, smem, pair_perm, split in (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4)):
-            assert (groups, warps, rows, split) == (12, 1, 16, 2) and smem <= 227 * 1024
+        for groups, warps, rows, stages, smem, pair_perm, split, sync in (r[2 + NCOL * i: 2 + NCOL * (i + 1)]
+                                                                          for i in range(4)):
+            assert (groups, warps, rows, split, sync) == (12, 1, 16, 2, 1) and smem <= 227 * 1024
     off = build_host_program(tmp_path_factory, "rows_rule_split_off", "#define KBIT_ROWS_SPLIT 0\n" + PROGRAM)
     assert [r[:2] for r in run(off, shapes)] == [(5, 64), (5, 64), (5, 63), (5, 32), (5, 32)]
+
+
+def test_rows_sync_tiles(rule_exe, tmp_path_factory):
+    """Two K-tiles per pass of the group barrier (RowsConfig kSyncTiles, 4
+    stages) in configurations 3 and 4 at M <= 16 and 2 and 3 at M = 17..32,
+    at k = 2..4; one (3 stages at M <= 16, 2 above) in the others, at k = 5,
+    and everywhere in a KBIT_ROWS_SYNC=0 build (the A/B switch)."""
+    shapes = [(16, *L8_GATEUP, 1, 4, 0), (16, *L8_DOWN, 1, 4, 0), (16, *Q_GATEUP, 1, 4, 0), (16, *Q_KV, 1, 4, 0),
+              (16, 1024, 4096, 1, 4, 0), (32, *L8_GATEUP, 1, 4, 0), (32, *Q_GATEUP, 1, 4, 0),
+              (32, *L8_DOWN, 1, 4, 0), (16, *L70_GATEUP, 1, 4, 1)]
+    sync_ids = {True: (3, 4), False: (2, 3)}   # by M <= 16
+
+    def check(exe, on):
+        got = run(exe, shapes)
+        assert [r[0] for r in got] == [2, 4, 3, 5, 6, 2, 3, 4, 1], got
+        for (m, *_), r in zip(shapes, got):
+            for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync) in zip(
+                    range(2, 6), (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4))):
+                two = on and bits != 5 and r[0] in sync_ids[m <= 16]
+                assert sync == (2 if two else 1), (m, r[0], bits, sync)
+                assert stages == (4 if two else 3 if m <= 16 else 2) and smem <= 227 * 1024
+
+    check(rule_exe, True)
+    check(build_host_program(tmp_path_factory, "rows_rule_sync_off", "#define KBIT_ROWS_SYNC 0\n" + PROGRAM), False)
