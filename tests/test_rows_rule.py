@@ -54,8 +54,10 @@ Q_GATEUP, Q_DOWN, Q_KV = (5120, 2048), (2048, 5120), (512, 2048)
 # (M, N, K, E, k, forced) -> (configuration id, grid); id 0: not the rows kernel.
 EXPECTED = {
     (16, *L8_GATEUP, 1, 4, 0): (2, 132),   # 7 granules per CTA at most: 4 K-groups of 4 warps (128 rows)
-    (16, *L8_DOWN, 1, 4, 0): (4, 132),     # 2 granules: 12 K-groups of one warp (32 rows)
-    (9, *L8_DOWN, 1, 2, 0): (4, 132),
+    (16, *L8_DOWN, 1, 4, 0): (7, 132),     # 2 granules: 12 K-groups of one warp (32 rows), at least
+    (9, *L8_DOWN, 1, 2, 0): (7, 132),      # 8 K-tiles each: two K-tiles per barrier pass (k <= 4)
+    (16, *L8_DOWN, 1, 5, 0): (4, 132),
+    (16, 4096, 2048, 1, 4, 0): (4, 132),   # Qwen3 q: 2-3 K-tiles per K-group
     (16, *Q_GATEUP, 1, 4, 0): (3, 132),    # 3 granules: 6 K-groups of 2 warps (64 rows)
     (12, *Q_DOWN, 1, 5, 0): (5, 128),      # 128 granules: one per CTA, 16-row warp tiles
     (16, *Q_KV, 1, 4, 0): (5, 32),
@@ -125,7 +127,7 @@ def test_rows_every_cta_share_fits(rule_exe, m):
         if n * k >= 1 << 26 and m <= 16:
             assert id_ == 0
             continue
-        assert id_ in (1, 2, 3, 4, 5, 6) and grid >= 1, (n, k, r)
+        assert id_ in (1, 2, 3, 4, 5, 6, 7) and grid >= 1, (n, k, r)
         per_bits = [r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4)]
         cta_rows = per_bits[0][2]
         granules = -(-n // 16)
@@ -176,23 +178,27 @@ def test_rows_split_configuration(rule_exe, tmp_path_factory):
 
 def test_rows_sync_tiles(rule_exe, tmp_path_factory):
     """Two K-tiles per pass of the group barrier (RowsConfig kSyncTiles, 4
-    stages) in configurations 3 and 4 at M <= 16 and 2 and 3 at M = 17..32,
-    at k = 2..4; one (3 stages at M <= 16, 2 above) in the others, at k = 5,
-    and everywhere in a KBIT_ROWS_SYNC=0 build (the A/B switch)."""
-    shapes = [(16, *L8_GATEUP, 1, 4, 0), (16, *L8_DOWN, 1, 4, 0), (16, *Q_GATEUP, 1, 4, 0), (16, *Q_KV, 1, 4, 0),
-              (16, 1024, 4096, 1, 4, 0), (32, *L8_GATEUP, 1, 4, 0), (32, *Q_GATEUP, 1, 4, 0),
-              (32, *L8_DOWN, 1, 4, 0), (16, *L70_GATEUP, 1, 4, 1)]
-    sync_ids = {True: (3, 4), False: (2, 3)}   # by M <= 16
+    stages) at M <= 16 and k = 2..4 in configuration 3, and in 7: 4's shape
+    where each of its 12 K-groups has at least 8 K-tiles. One (3 stages at
+    M <= 16, 2 above) everywhere else, and everywhere in a KBIT_ROWS_SYNC=0
+    build (the A/B switch), where 7's shapes take 4."""
+    shapes = [(16, *L8_GATEUP, 1, 4, 0), (16, *L8_DOWN, 1, 4, 0), (16, *L8_DOWN, 1, 3, 0), (16, *L8_DOWN, 1, 5, 0),
+              (16, *Q_GATEUP, 1, 2, 0), (16, *Q_KV, 1, 4, 0), (16, 4096, 2048, 1, 4, 0), (16, 4096, 6144, 1, 4, 0),
+              (16, 4096, 6080, 1, 4, 0), (16, 1024, 4096, 1, 4, 0), (32, *L8_GATEUP, 1, 4, 0),
+              (32, *Q_GATEUP, 1, 4, 0), (32, *L8_DOWN, 1, 4, 0), (16, *L70_GATEUP, 1, 4, 1)]
 
     def check(exe, on):
         got = run(exe, shapes)
-        assert [r[0] for r in got] == [2, 4, 3, 5, 6, 2, 3, 4, 1], got
-        for (m, *_), r in zip(shapes, got):
+        assert [r[0] for r in got] == [2, 7 if on else 4, 7 if on else 4, 4, 3, 5, 4, 7 if on else 4, 4, 6, 2, 3, 4,
+                                       1], got
+        for (m, n, k, e, kb, forced), r in zip(shapes, got):
             for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync) in zip(
                     range(2, 6), (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4))):
-                two = on and bits != 5 and r[0] in sync_ids[m <= 16]
+                two = on and bits != 5 and m <= 16 and r[0] in (3, 7)
                 assert sync == (2 if two else 1), (m, r[0], bits, sync)
                 assert stages == (4 if two else 3 if m <= 16 else 2) and smem <= 227 * 1024
+                if r[0] == 7:
+                    assert (groups, warps, rows) == (12, 1, 32) and (k + 63) // 64 >= 12 * 8
 
     check(rule_exe, True)
     check(build_host_program(tmp_path_factory, "rows_rule_sync_off", "#define KBIT_ROWS_SYNC 0\n" + PROGRAM), False)
