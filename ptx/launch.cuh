@@ -1157,7 +1157,7 @@ struct RunFn {
 //   stages), not at k = 5 (tc_bench, Qwen3 gate/up: 9.4-9.8 against
 //   10.1-10.3; 12 x 1 does not fit four stages), not with 16-row warp tiles
 //   (5, 6: level or slower in tc_bench), not in the 16-warp 4 x 4 (spills at
-//   128 registers: 8B gate/up 18.0-18.8 against 20.4-21.1), and not at
+//   128 registers: 8B gate/up 17.8-18.8 against 20.4-21.2), and not at
 //   M = 17..32, where it was mixed (-0.6 to +0.5 us). KBIT_ROWS_SYNC=0
 //   leaves it out (A/B).
 #ifndef KBIT_ROWS_SYNC
