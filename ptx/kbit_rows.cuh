@@ -15,7 +15,9 @@
 //   scale bytes, the group's lanes the kRows activation rows, and one
 //   named barrier per K-tile (bar.sync 1 + g) makes the stage visible to the
 //   group and frees the slot the next copies go to. The activations cross
-//   from L2 once per group instead of once per warp tile.
+//   from L2 once per group instead of once per warp tile. With kSyncTiles =
+//   2 the barrier is passed once per two K-tiles, and the warp computes both
+//   stages between passes (launch.cuh rows_sync_tiles).
 // * The end. Groups 1 .. kGroups - 1 leave their sums in shared memory; after
 //   a CTA barrier group 0 adds them in group order (the same bits on every
 //   run) and writes C.
@@ -46,7 +48,7 @@
 namespace kbit {
 
 template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_, int kRows_ = 16,
-          bool kPairPerm_ = false, int kSplit_ = 1>
+          bool kPairPerm_ = false, int kSplit_ = 1, int kSyncTiles_ = 1>
 struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0> {
   using Base = DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0>;
   // kPairPerm (launch.cuh rows_pair_perm; stage_mma_pair_perm below): lane t of
@@ -80,12 +82,18 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   static constexpr int kGroupStage = kActOff + kRows * 128;
   static constexpr int kRingOff = Base::kLutBytes;
   static constexpr int kRingBytes = kGroups * kRingStages * kGroupStage;
-  static constexpr int kScalesOff = kRingOff + kRingBytes;   // per warp: BLOCK_N float2
+  // K-tiles per pass of the group's barrier (1 or 2): with 2, a warp computes
+  // two stages between barriers, so the compiler can interleave their
+  // dequantization chains, and the barrier is passed half as often. The ring
+  // holds the kSyncTiles stages being read and kRingStages - kSyncTiles being
+  // copied.
+  static constexpr int kSyncTiles = kSyncTiles_;
+  static constexpr int kScalesOff = kRingOff + kRingBytes;   // per warp and synced stage: BLOCK_N float2
   static constexpr int kPartStride = kCtaRows + 4;   // words per activation row of a part (bank spread)
   static constexpr int kPartBytes = (kGroups - 1) * kRows * kPartStride * 4;
   // The groups' parts after the scales, or where the rings were (once every
   // group is past its loop: one CTA barrier more) where that does not fit.
-  static constexpr int kAfterScales = kScalesOff + kGroups * kGroupWarps * Base::BLOCK_N * 8;
+  static constexpr int kAfterScales = kScalesOff + kGroups * kGroupWarps * kSyncTiles * Base::BLOCK_N * 8;
   static constexpr bool kPartsOnRing = kAfterScales + kPartBytes > 227 * 1024;
   static constexpr int kPartOff = kPartsOnRing ? kRingOff : kAfterScales;
   // K split over a cluster of kSplit CTAs (1: none): the CTAs of a cluster own
@@ -100,7 +108,8 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   static_assert(kRows == 16 || kRows == 32, "16 or 32 activation rows per stage");
   static_assert(!kPartsOnRing || kPartBytes <= kRingBytes, "the parts must fit where the rings were");
   static_assert(kSmemBytes <= 227 * 1024, "must fit one SM");
-  static_assert(kRingStages >= 2, "the ring needs two stages");
+  static_assert(kSyncTiles == 1 || kSyncTiles == 2, "one or two K-tiles per barrier");
+  static_assert(kRingStages >= 2 * kSyncTiles, "the ring holds the stages being read and as many being copied");
   static_assert(kGroups + 1 <= 16, "named barriers 1 .. kGroups");
 };
 
@@ -308,8 +317,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
     issue_off = next_slot(issue_off);
     ++issue_it;
   };
+  constexpr int kSync = Cfg::kSyncTiles;
 #pragma unroll 1
-  for (int it = 0; it < Cfg::kRingStages - 1; ++it) {
+  for (int it = 0; it < Cfg::kRingStages - kSync; ++it) {
     if (it < nk) issue();
     ptx::cp_async_commit();
   }
@@ -360,33 +370,19 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   }();
   const uint32_t lane_word = Cfg::kBits == 5 ? uint32_t(lane & 15) * 4 : uint32_t(lane) * (Cfg::kQuad ? 8 : 4);
   const uint32_t lut_s = ptx::smem_u32(lut);
-  float* scales = reinterpret_cast<float*>(rows_smem + Cfg::kScalesOff) + warp * Cfg::BLOCK_N * 2;
+  float* scales = reinterpret_cast<float*>(rows_smem + Cfg::kScalesOff) + warp * kSync * Cfg::BLOCK_N * 2;
   const int act_row = lane & 7;
   const uint32_t act_lane = uint32_t(act_row * 128 + (((lane >> 3) ^ act_row) << 4));
 
   float acc[Cfg::kNT][Cfg::kAccRegs];
   for_each_acc<Cfg>(acc, g, t, [](float& x, int, int) { x = 0.f; });
 
-  // ---- main loop: the group's K-tiles, together ---------------------------------
-  // Every warp computes all its kNT tiles: those past the CTA's rows hold
-  // zero-filled plane words and scale bytes (weight 0) and are not stored.
-  // (Skipping them warp-uniformly, in a second copy of the loop, was ~1 us
-  // slower at Llama-3-8B gate/up M = 16 on an H100, against the decode rule
-  // in the same tc_bench run.)
-  uint32_t read_off = 0;   // stage it's offset in the group's ring
-#pragma unroll 1
-  for (int it = 0; it < nk; ++it) {
-    ptx::cp_async_wait<Cfg::kRingStages - 2>();   // this lane's copies of stage it
-    ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);   // the group's copies; stage it - 1 read by all
-    if (it + Cfg::kRingStages - 1 < nk) issue();   // K-tile it + kRingStages - 1
-    ptx::cp_async_commit();
-    const uint32_t slot = ring0 + read_off;
-    read_off = next_slot(read_off);
+  // One stage's MMAs: the warp's plane words and the group's activation rows
+  // of ring slot `slot`, its scales decoded into sc.
+  const auto stage_mmas = [&](uint32_t slot, const float* sc) {
     const uint8_t* stage = rows_smem + (slot - ptx::smem_u32(rows_smem));
-
-    decode_stage_scales<Cfg>(scales, stage + Cfg::kScaleOff, wj * Cfg::BLOCK_N, lane);
     if constexpr (Cfg::kPairPerm) {
-      stage_mma_pair_perm<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), scales,
+      stage_mma_pair_perm<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), sc,
                                slot + Cfg::kActOff, icw, lut_s, lane_word, g, t);
     } else {
       uint32_t bf[Cfg::kMH][2][4];   // per 8 activation rows (rows 8h .. 8h + 7 lie 1024 h bytes further)
@@ -395,8 +391,48 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
 #pragma unroll
         for (int h = 0; h < Cfg::kMH; ++h)
           ptx::ldmatrix_x4(bf[h][blk], slot + Cfg::kActOff + h * 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
-      stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), scales, bf, ic, lut_s,
+      stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), sc, bf, ic, lut_s,
                      lane_word, g);
+    }
+  };
+  const auto decode_scales = [&](uint32_t slot, float* sc) {
+    decode_stage_scales<Cfg>(sc, rows_smem + (slot - ptx::smem_u32(rows_smem)) + Cfg::kScaleOff, wj * Cfg::BLOCK_N,
+                             lane);
+  };
+
+  // ---- main loop: the group's K-tiles, together, kSync per barrier -----------------
+  // Every warp computes all its kNT tiles: those past the CTA's rows hold
+  // zero-filled plane words and scale bytes (weight 0) and are not stored.
+  // (Skipping them warp-uniformly, in a second copy of the loop, was ~1 us
+  // slower at Llama-3-8B gate/up M = 16 on an H100, against the decode rule
+  // in the same tc_bench run.)
+  uint32_t read_off = 0;   // the next stage's offset in the group's ring
+  int it = 0;
+#pragma unroll 1
+  for (; it + kSync <= nk; it += kSync) {
+    ptx::cp_async_wait<Cfg::kRingStages - 2 * kSync>();   // this lane's copies of stages it .. it + kSync - 1
+    ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);   // the group's copies; the last pass's stages read by all
+#pragma unroll
+    for (int q = 0; q < kSync; ++q) {   // K-tiles it + kRingStages - kSync + q, into the slots read last pass
+      if (it + Cfg::kRingStages - kSync + q < nk) issue();
+      ptx::cp_async_commit();
+    }
+    uint32_t slot[kSync];
+#pragma unroll
+    for (int q = 0; q < kSync; ++q) {
+      slot[q] = ring0 + read_off;
+      read_off = next_slot(read_off);
+      decode_scales(slot[q], scales + q * Cfg::BLOCK_N * 2);
+    }
+#pragma unroll
+    for (int q = 0; q < kSync; ++q) stage_mmas(slot[q], scales + q * Cfg::BLOCK_N * 2);
+  }
+  if constexpr (kSync > 1) {   // an odd K-tile left, already copied (nothing is left to issue)
+    if (it < nk) {
+      ptx::cp_async_wait<0>();
+      ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);
+      decode_scales(ring0 + read_off, scales);
+      stage_mmas(ring0 + read_off, scales);
     }
   }
   ptx::cp_async_wait<0>();
@@ -405,8 +441,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   // either way, but compute-sanitizer's racecheck reports it as a hazard
   // wherever groups passed their barriers a different number of times
   // (H100, CUDA 13.0: Llama-3-8B down, 224 K-tiles in 12 or 15 groups; not
-  // with 8 groups, nor with this loop).
-  for (int it = nk; it < cdiv(k_tiles, kKGroups); ++it) ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);
+  // with 8 groups, nor with this loop). A group passes it nk / kSync + nk % kSync
+  // times, which does not fall as nk grows by one.
+  const auto passes = [](int n) { return n / kSync + n % kSync; };
+  for (int b = passes(nk); b < passes(cdiv(k_tiles, kKGroups)); ++b) ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);
 
   // ---- the groups' sums, in group order -------------------------------------------
   float* parts = reinterpret_cast<float*>(rows_smem + Cfg::kPartOff);

@@ -1103,8 +1103,9 @@ struct RunFn {
 #if KBIT_HAS_WGMMA && KBIT_HAS_ROWS
 // ---- the row-owning kernel (kbit_rows.cuh) ----
 // Its configurations, one table for the plan and the dispatch: configuration
-// id (1..6) = RowsConfig<k, T, groups, warps per group, 16-row tiles per warp,
-// stages, activation rows, K by pairs, CTAs per cluster>, by the rows a CTA
+// id (1..7) = RowsConfig<k, T, groups, warps per group, 16-row tiles per warp,
+// stages, activation rows, K by pairs, CTAs per cluster, K-tiles per group
+// barrier>, by the rows a CTA
 // owns on this GPU; the most
 // K-groups the K-tiles allow; 0 where none serves the shape (grouped, M > 32,
 // more rows per CTA than a configuration has, a single K-tile).
@@ -1144,18 +1145,42 @@ struct RunFn {
 #ifndef KBIT_ROWS_SPLIT
 #define KBIT_ROWS_SPLIT 1
 #endif
+// * M <= 16, k = 2..4: two K-tiles per pass of the group barrier
+//   (RowsConfig kSyncTiles, 4 stages) in configuration 3, and in 7 (4 with
+//   it), which takes 4's shapes where each of its 12 K-groups has at least
+//   kRowsSyncTiles K-tiles. Harness A/B against main, H200, graph us, two
+//   rounds (docs/results.md v57): Llama-3-8B down (7) k = 4 19.5-20.1 ->
+//   18.4-18.5 (bf16 19.9-20.0 -> 18.1-18.4), k = 3 19.6-19.8 -> 17.7-17.8,
+//   k = 2 17.3-17.8 -> 17.0-17.2; Qwen3 gate/up (3) k = 4 8.2-8.5 -> 7.6-7.7,
+//   k = 2 8.7 -> 8.3-8.5, k = 3 level. Not on Qwen3 q (config 4, 2-3 K-tiles
+//   per group: 6.6-6.8 against 7.0-7.1, the first pass waits for two
+//   stages), not at k = 5 (tc_bench, Qwen3 gate/up: 9.4-9.8 against
+//   10.1-10.3; 12 x 1 does not fit four stages), not with 16-row warp tiles
+//   (5, 6: level or slower in tc_bench), not in the 16-warp 4 x 4 (spills at
+//   128 registers: 8B gate/up 17.8-18.8 against 20.4-21.2), and not at
+//   M = 17..32, where it was mixed (-0.6 to +0.5 us). KBIT_ROWS_SYNC=0
+//   leaves it out (A/B).
+#ifndef KBIT_ROWS_SYNC
+#define KBIT_ROWS_SYNC 1
+#endif
 constexpr int kRowsSplitTiles = 64;
+constexpr int kRowsSyncTiles = 8;   // K-tiles per K-group from which configuration 7 takes 4's shapes
 struct RowsShape {
-  int groups, warps, stages, nt, split;   // nt: 16-row tiles per warp; split: CTAs per cluster
+  int groups, warps, stages, nt, split, sync;   // nt: 16-row tiles per warp; split: CTAs per cluster;
+                                                // sync: K-tiles per group barrier
 };
-constexpr RowsShape rows_shape(int id, int rows) {
-  const int stages = rows <= 16 ? 3 : 2;
-  return id == 6   ? RowsShape{12, 1, stages, 1, 2}
-         : id == 5 ? RowsShape{12, 1, stages, 1, 1}
-         : id == 4 ? RowsShape{12, 1, stages, 2, 1}
-         : id == 3 ? RowsShape{6, 2, stages, 2, 1}
-         : id == 2 ? RowsShape{rows <= 16 ? 4 : 3, 4, stages, 2, 1}
-                   : RowsShape{rows <= 16 ? 2 : 0, 7, stages, 2, 1};
+constexpr int rows_sync_tiles(int id, int rows, int bits) {
+  return KBIT_ROWS_SYNC && bits != 5 && rows <= 16 && (id == 3 || id == 7) ? 2 : 1;
+}
+constexpr RowsShape rows_shape(int id, int rows, int bits) {
+  const int sync = rows_sync_tiles(id, rows, bits);
+  const int stages = sync == 2 ? 4 : rows <= 16 ? 3 : 2;
+  return id == 6   ? RowsShape{12, 1, stages, 1, 2, sync}
+         : id == 5 ? RowsShape{12, 1, stages, 1, 1, sync}
+         : id == 4 || id == 7 ? RowsShape{12, 1, stages, 2, 1, sync}
+         : id == 3 ? RowsShape{6, 2, stages, 2, 1, sync}
+         : id == 2 ? RowsShape{rows <= 16 ? 4 : 3, 4, stages, 2, 1, sync}
+                   : RowsShape{rows <= 16 ? 2 : 0, 7, stages, 2, 1, sync};
 }
 // K permuted by pairs (RowsConfig kPairPerm, kbit_rows.cuh stage_mma_pair_perm
 // and dequant_pairs): at 32 activation rows, every k, where it measured faster
@@ -1173,10 +1198,11 @@ inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid, bool
   if (a.E != 1 || a.M > 32) return 0;
   const int top = KBIT_ROWS_SPLIT && KBIT_ROWS_T1 && split_ok ? 6 : KBIT_ROWS_T1 ? 5 : 4;
   for (int id = top; id >= 1; --id) {   // the most K-groups that the K-tiles and the CTA's rows allow
-    const RowsShape shape = rows_shape(id, a.M);
+    const RowsShape shape = rows_shape(id, a.M, a.bits);
     if (shape.split > 1 && a.k_tiles < kRowsSplitTiles) continue;
     *grid = rows_grid(a.N, sms / shape.split, shape.warps * 16 * shape.nt);
-    if (*grid > 0 && shape.groups > 0 && a.k_tiles >= shape.groups * shape.split) return id;
+    if (*grid > 0 && shape.groups > 0 && a.k_tiles >= shape.groups * shape.split)
+      return id == 4 && rows_sync_tiles(7, a.M, a.bits) == 2 && a.k_tiles >= shape.groups * kRowsSyncTiles ? 7 : id;
   }
   *grid = 0;
   return 0;
@@ -1208,14 +1234,18 @@ inline bool rows_kernel_pays(const kbit_api::KbitArgs& a) {
 }
 template <class F>
 const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
-#define KBIT_ROWS_SHAPE_(ID, R) \
-  rows_shape(ID, R).groups, rows_shape(ID, R).warps, rows_shape(ID, R).nt, rows_shape(ID, R).stages
-#define KBIT_ROWS_(BITS, ID, R)                                                                                   \
-  case ID:                                                                                                        \
-    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, KBIT_ROWS_SHAPE_(ID, R), R,         \
-                                                   rows_pair_perm(R), rows_shape(ID, R).split>>()                 \
-                : f.template operator()<RowsConfig<BITS, __half, KBIT_ROWS_SHAPE_(ID, R), R, rows_pair_perm(R),  \
-                                                   rows_shape(ID, R).split>>();
+#define KBIT_ROWS_SHAPE_(ID, R, B) \
+  rows_shape(ID, R, B).groups, rows_shape(ID, R, B).warps, rows_shape(ID, R, B).nt, rows_shape(ID, R, B).stages, R, \
+      rows_pair_perm(R), rows_shape(ID, R, B).split, rows_shape(ID, R, B).sync
+#define KBIT_ROWS_(BITS, ID, R)                                                                       \
+  case ID:                                                                                            \
+    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, KBIT_ROWS_SHAPE_(ID, R, BITS)>>() \
+                : f.template operator()<RowsConfig<BITS, __half, KBIT_ROWS_SHAPE_(ID, R, BITS)>>();
+#if KBIT_ROWS_SYNC   // (at k = 5 configuration 7 is 4's RowsConfig; the rule does not choose it)
+#define KBIT_ROWS_SYNC_(BITS, R) KBIT_ROWS_(BITS, 7, R)
+#else
+#define KBIT_ROWS_SYNC_(BITS, R)
+#endif
 #if KBIT_ROWS_T1
 #define KBIT_ROWS_T1_(BITS, R) KBIT_ROWS_(BITS, 5, R)
 #else
@@ -1233,6 +1263,7 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
       KBIT_ROWS_(BITS, 2, 16)      \
       KBIT_ROWS_(BITS, 3, 16)      \
       KBIT_ROWS_(BITS, 4, 16)      \
+      KBIT_ROWS_SYNC_(BITS, 16)    \
       KBIT_ROWS_T1_(BITS, 16)      \
       KBIT_ROWS_SPLIT_(BITS, 16)   \
     }                              \
@@ -1254,6 +1285,7 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
   }
 #undef KBIT_ROWS_ID_
 #undef KBIT_ROWS_SPLIT_
+#undef KBIT_ROWS_SYNC_
 #undef KBIT_ROWS_T1_
 #undef KBIT_ROWS_
 #undef KBIT_ROWS_SHAPE_
@@ -1323,7 +1355,7 @@ const char* kbit_gemm_plan(const KbitArgs& a, int device, KbitPlan* plan) {
   if (a.kernel == 6 || (a.kernel == 0 && kbit::rows_kernel_pays(a))) {
     int grid = 0, clusters = 0;
     int id = kbit::rows_config_for(a, kbit::sm_count(device), &grid);
-    if (kbit::rows_shape(id, a.M).split > 1) {   // only where all its clusters are resident at once
+    if (kbit::rows_shape(id, a.M, a.bits).split > 1) {   // only where all its clusters are resident at once
       if (const char* err = kbit::kbit_rows_dispatch(a.bits, a.bf16, id, a.M, kbit::RowsPlanFn{device, &clusters}))
         return err;
       if (clusters < grid) id = kbit::rows_config_for(a, kbit::sm_count(device), &grid, false);

@@ -317,8 +317,8 @@ struct RowsRunner {
   }
 };
 template <int kBits, int kGroups, int kGroupWarps, int kNT, int kStages, int kRows = 16, bool kPerm = false,
-          int kSplit = 1>
-using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages, kRows, kPerm, kSplit>;
+          int kSplit = 1, int kSync = 1>
+using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages, kRows, kPerm, kSplit, kSync>;
 
 #ifdef TC_TIMELINE
 // One flushed call with the marks on (mean of 5 calls): when the set-up and
@@ -552,6 +552,44 @@ int main(int argc, char** argv) {
   // Decode kernel (M <= 8): the rule's configuration, then variants (_wW
   // warps, _ntT 16-row tiles per warp, _sS ring stages, _aA activation rows
   // per stage; _v34: the rule's configuration before v35).
+  // Two K-tiles per pass of the row-owning kernel's group barrier (RowsConfig kSyncTiles; _sync2,
+  // 4 stages) against the rule's configurations (_sync1) and their 4-stage forms (_sync1s4); the
+  // odd cases check K-groups with an odd number of K-tiles. -DTC_SYNC builds these alone.
+  run_case({"sync1_8b_gateup_m16", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 4, 4, 2, 3>>{});
+  run_case({"sync1s4_8b_gateup_m16", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 4, 4, 2, 4>>{});
+  run_case({"sync2_8b_gateup_m16", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 4, 4, 2, 4, 16, false, 1, 2>>{});
+  run_case({"sync1_8b_down_m16", 4096, 14336, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 3>>{});
+  run_case({"sync2_8b_down_m16", 4096, 14336, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 4, 16, false, 1, 2>>{});
+  run_case({"sync1_qwen3_gateup_m16", 5120, 2048, 16, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 3>>{});
+  run_case({"sync2_qwen3_gateup_m16", 5120, 2048, 16, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 4, 16, false, 1, 2>>{});
+  run_case({"sync1_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32, true>>{});
+  run_case({"sync2_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 4, 32, true, 1, 2>>{});
+  run_case({"sync1_8b_gateup_m32_k2", 14336, 4096, 32, D, 0, 2}, RowsRunner<RowsV<2, 3, 4, 2, 2, 32, true>>{});
+  run_case({"sync2_8b_gateup_m32_k2", 14336, 4096, 32, D, 0, 2}, RowsRunner<RowsV<2, 3, 4, 2, 4, 32, true, 1, 2>>{});
+  run_case({"sync1_8b_gateup_m32_k5", 14336, 4096, 32, D, 0, 5}, RowsRunner<RowsV<5, 3, 4, 2, 2, 32, true>>{});
+  run_case({"sync2_8b_gateup_m32_k5", 14336, 4096, 32, D, 0, 5}, RowsRunner<RowsV<5, 3, 4, 2, 4, 32, true, 1, 2>>{});
+  run_case({"sync1_8b_gateup_m16_g3", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 3>>{});
+  run_case({"sync2_8b_gateup_m16_g3", 14336, 4096, 16, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 4, 16, false, 1, 2>>{});
+  run_case({"sync1_8b_down_m16_k2", 4096, 14336, 16, D, 0, 2}, RowsRunner<RowsV<2, 12, 1, 2, 3>>{});
+  run_case({"sync2_8b_down_m16_k2", 4096, 14336, 16, D, 0, 2}, RowsRunner<RowsV<2, 12, 1, 2, 4, 16, false, 1, 2>>{});
+  run_case({"sync1_8b_down_m16_k3", 4096, 14336, 16, D, 0, 3}, RowsRunner<RowsV<3, 12, 1, 2, 3>>{});
+  run_case({"sync2_8b_down_m16_k3", 4096, 14336, 16, D, 0, 3}, RowsRunner<RowsV<3, 12, 1, 2, 4, 16, false, 1, 2>>{});
+  run_case({"sync1_qwen3_down_m16", 2048, 5120, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 3>>{});
+  run_case({"sync2_qwen3_down_m16", 2048, 5120, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 4, 16, false, 1, 2>>{});
+  run_case({"sync1_qwen3_kv_m16", 512, 2048, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 3>>{});
+  run_case({"sync2_qwen3_kv_m16", 512, 2048, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 4, 16, false, 1, 2>>{});
+  run_case({"sync1_8b_kv_m16", 1024, 4096, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 3, 16, false, 2>>{});
+  run_case({"sync2_8b_kv_m16", 1024, 4096, 16, D, 0}, RowsRunner<RowsV<4, 12, 1, 1, 4, 16, false, 2, 2>>{});
+  run_case({"sync1_qwen3_gateup_m32", 5120, 2048, 32, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 2, 32, true>>{});
+  run_case({"sync2_qwen3_gateup_m32", 5120, 2048, 32, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 4, 32, true, 1, 2>>{});
+  run_case({"sync1_qwen3_gateup_m32_k2", 5120, 2048, 32, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 2, 32, true>>{});
+  run_case({"sync2_qwen3_gateup_m32_k2", 5120, 2048, 32, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 4, 32, true, 1, 2>>{});
+  run_case({"sync1_qwen3_gateup_m16_k5", 5120, 2048, 16, D, 0, 5}, RowsRunner<RowsV<5, 6, 2, 2, 3>>{});
+  run_case({"sync2_qwen3_gateup_m16_k5", 5120, 2048, 16, D, 0, 5}, RowsRunner<RowsV<5, 6, 2, 2, 4, 16, false, 1, 2>>{});
+  run_case({"sync2_odd_m9", 5128, 2080, 9, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 4, 16, false, 1, 2>>{});
+  run_case({"sync2_odd_m17_k3", 5128, 2080, 17, D, 0, 3}, RowsRunner<RowsV<3, 6, 2, 2, 4, 32, true, 1, 2>>{});
+  run_case({"sync2_odd_m10_k2_split", 200, 2080, 10, D, 0, 2}, RowsRunner<RowsV<2, 4, 1, 1, 4, 16, false, 2, 2>>{});
+#ifndef TC_SYNC
   // The row-owning kernel (kbit_rows.cuh) against the decode kernel's 16-row slots.
   run_case({"rows_70b_gateup_m16", 28672, 8192, 16, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});
   run_case({"rows_70b_gateup_m16_s2", 28672, 8192, 16, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 2>>{});
@@ -915,5 +953,6 @@ int main(int argc, char** argv) {
   run_case({"small_m64_k5", 1152, 2048, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
   run_case({"small_m128_k5", 768, 2048, 128, W, 1, 5}, Runner<WgK<5, 128, 1>, W>{});
 #endif  // TC_ROWS_ONLY
+#endif  // TC_SYNC
   return 0;
 }

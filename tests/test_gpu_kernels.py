@@ -224,6 +224,22 @@ def test_kbit_decode_dense16_small_layers(bits, m, n, k, monkeypatch):
 
 @requires_sm80
 @pytest.mark.parametrize("bits", [2, 3, 4, 5])
+@pytest.mark.parametrize("m,n,k", [(12, 4104, 6176), (16, 5128, 2080), (9, 4096, 14336)])
+def test_kbit_rows_two_tiles_per_barrier(bits, m, n, k, monkeypatch):
+    """The row-owning kernel passing its group barrier once per two K-tiles
+    (since v57, k = 2..4, sm90 family): configuration 7 (12 K-groups of one
+    warp, at least 8 K-tiles each: 97 and 224 K-tiles here) and 3 (6 K-groups
+    of two warps; 33 K-tiles). K % 64 == 32 and K-tile counts that leave some
+    K-groups an odd K-tile after their pairs; N % 16 == 8. k = 5 keeps one
+    K-tile per pass. Every run passes the checker and gives the same bits."""
+    monkeypatch.delenv("KBIT_KERNEL", raising=False)
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype="bfloat16" if bits == 3 else "float16",
+                experts=1, seed=37)
+    _check_same_bits(generate(spec, "cuda"))
+
+
+@requires_sm80
+@pytest.mark.parametrize("bits", [2, 3, 4, 5])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("m,n,k,forced", [(32, 14336, 4096, False), (24, 5128, 2080, False), (17, 520, 2048, False),
                                           (32, 4104, 14336, False), (20, 8200, 8192, True)])

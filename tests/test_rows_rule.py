@@ -6,7 +6,8 @@ cluster's) share of 16-row granules fits that configuration's rows, and that
 every configuration fits one H100 SM. (The plan also checks that the
 clusters are resident at once; that query needs a GPU.)"""
 
-NCOL = 7   # per k: groups, warps per group, CTA rows, stages, shared bytes, K by pairs, CTAs per cluster
+NCOL = 8   # per k: groups, warps per group, CTA rows, stages, shared bytes, K by pairs, CTAs per cluster,
+           # K-tiles per group barrier
 import subprocess
 
 import pytest
@@ -25,8 +26,8 @@ PROGRAM = r"""
 #include <cstdio>
 struct Describe {   // the configuration's shape and shared memory; launches nothing
   template <class Cfg> const char* operator()() const {
-    std::printf(" %d %d %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages, Cfg::kSmemBytes,
-                int(Cfg::kPairPerm), Cfg::kSplit);
+    std::printf(" %d %d %d %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages,
+                Cfg::kSmemBytes, int(Cfg::kPairPerm), Cfg::kSplit, Cfg::kSyncTiles);
     return nullptr;
   }
 };
@@ -53,8 +54,10 @@ Q_GATEUP, Q_DOWN, Q_KV = (5120, 2048), (2048, 5120), (512, 2048)
 # (M, N, K, E, k, forced) -> (configuration id, grid); id 0: not the rows kernel.
 EXPECTED = {
     (16, *L8_GATEUP, 1, 4, 0): (2, 132),   # 7 granules per CTA at most: 4 K-groups of 4 warps (128 rows)
-    (16, *L8_DOWN, 1, 4, 0): (4, 132),     # 2 granules: 12 K-groups of one warp (32 rows)
-    (9, *L8_DOWN, 1, 2, 0): (4, 132),
+    (16, *L8_DOWN, 1, 4, 0): (7, 132),     # 2 granules: 12 K-groups of one warp (32 rows), at least
+    (9, *L8_DOWN, 1, 2, 0): (7, 132),      # 8 K-tiles each: two K-tiles per barrier pass (k <= 4)
+    (16, *L8_DOWN, 1, 5, 0): (4, 132),
+    (16, 4096, 2048, 1, 4, 0): (4, 132),   # Qwen3 q: 2-3 K-tiles per K-group
     (16, *Q_GATEUP, 1, 4, 0): (3, 132),    # 3 granules: 6 K-groups of 2 warps (64 rows)
     (12, *Q_DOWN, 1, 5, 0): (5, 128),      # 128 granules: one per CTA, 16-row warp tiles
     (16, *Q_KV, 1, 4, 0): (5, 32),
@@ -124,18 +127,19 @@ def test_rows_every_cta_share_fits(rule_exe, m):
         if n * k >= 1 << 26 and m <= 16:
             assert id_ == 0
             continue
-        assert id_ in (1, 2, 3, 4, 5, 6) and grid >= 1, (n, k, r)
+        assert id_ in (1, 2, 3, 4, 5, 6, 7) and grid >= 1, (n, k, r)
         per_bits = [r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4)]
         cta_rows = per_bits[0][2]
         granules = -(-n // 16)
         shares = [(c + 1) * granules // grid - c * granules // grid for c in range(grid)]
         assert min(shares) >= 1 and sum(shares) == granules
         assert max(shares) * 16 <= cta_rows, (n, k, shares, cta_rows)
-        for bits, (groups, warps, rows, stages, smem, pair_perm, split) in zip(range(2, 6), per_bits):
+        for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync) in zip(range(2, 6), per_bits):
             assert rows == cta_rows and (k + 63) // 64 >= groups * split
             assert smem <= 227 * 1024
             assert pair_perm == (m > 16)   # K permuted by pairs at 32 rows, every k
             assert split == (2 if id_ == 6 else 1) and (split == 1 or (k + 63) // 64 >= 64 and grid * 2 <= 132)
+            assert stages >= 2 * sync
 
 
 def test_rows_16_row_tiles(rule_exe, tmp_path_factory):
@@ -148,8 +152,9 @@ def test_rows_16_row_tiles(rule_exe, tmp_path_factory):
     got = run(rule_exe, shapes)
     assert [r[:2] for r in got] == [(5, 32), (5, 128), (5, 128), (4, 132), (4, 132), (5, 129)], got
     for r in got[:3] + got[5:]:
-        for groups, warps, rows, stages, smem, pair_perm, split in (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4)):
-            assert (groups, warps, rows, split) == (12, 1, 16, 1) and smem <= 227 * 1024
+        for groups, warps, rows, stages, smem, pair_perm, split, sync in (r[2 + NCOL * i: 2 + NCOL * (i + 1)]
+                                                                          for i in range(4)):
+            assert (groups, warps, rows, split, sync) == (12, 1, 16, 1, 1) and smem <= 227 * 1024
     off = build_host_program(tmp_path_factory, "rows_rule_t1_off", "#define KBIT_ROWS_T1 0\n" + PROGRAM)
     assert [r[:2] for r in run(off, shapes)] == [(4, 32), (4, 128), (4, 128), (4, 132), (4, 132), (4, 129)]
 
@@ -164,7 +169,36 @@ def test_rows_split_configuration(rule_exe, tmp_path_factory):
     got = run(rule_exe, shapes)
     assert [r[:2] for r in got] == [(6, 64), (6, 64), (6, 63), (6, 32), (5, 32)], got
     for r in got[:4]:
-        for groups, warps, rows, stages, smem, pair_perm, split in (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4)):
-            assert (groups, warps, rows, split) == (12, 1, 16, 2) and smem <= 227 * 1024
+        for groups, warps, rows, stages, smem, pair_perm, split, sync in (r[2 + NCOL * i: 2 + NCOL * (i + 1)]
+                                                                          for i in range(4)):
+            assert (groups, warps, rows, split, sync) == (12, 1, 16, 2, 1) and smem <= 227 * 1024
     off = build_host_program(tmp_path_factory, "rows_rule_split_off", "#define KBIT_ROWS_SPLIT 0\n" + PROGRAM)
     assert [r[:2] for r in run(off, shapes)] == [(5, 64), (5, 64), (5, 63), (5, 32), (5, 32)]
+
+
+def test_rows_sync_tiles(rule_exe, tmp_path_factory):
+    """Two K-tiles per pass of the group barrier (RowsConfig kSyncTiles, 4
+    stages) at M <= 16 and k = 2..4 in configuration 3, and in 7: 4's shape
+    where each of its 12 K-groups has at least 8 K-tiles. One (3 stages at
+    M <= 16, 2 above) everywhere else, and everywhere in a KBIT_ROWS_SYNC=0
+    build (the A/B switch), where 7's shapes take 4."""
+    shapes = [(16, *L8_GATEUP, 1, 4, 0), (16, *L8_DOWN, 1, 4, 0), (16, *L8_DOWN, 1, 3, 0), (16, *L8_DOWN, 1, 5, 0),
+              (16, *Q_GATEUP, 1, 2, 0), (16, *Q_KV, 1, 4, 0), (16, 4096, 2048, 1, 4, 0), (16, 4096, 6144, 1, 4, 0),
+              (16, 4096, 6080, 1, 4, 0), (16, 1024, 4096, 1, 4, 0), (32, *L8_GATEUP, 1, 4, 0),
+              (32, *Q_GATEUP, 1, 4, 0), (32, *L8_DOWN, 1, 4, 0), (16, *L70_GATEUP, 1, 4, 1)]
+
+    def check(exe, on):
+        got = run(exe, shapes)
+        assert [r[0] for r in got] == [2, 7 if on else 4, 7 if on else 4, 4, 3, 5, 4, 7 if on else 4, 4, 6, 2, 3, 4,
+                                       1], got
+        for (m, n, k, e, kb, forced), r in zip(shapes, got):
+            for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync) in zip(
+                    range(2, 6), (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4))):
+                two = on and bits != 5 and m <= 16 and r[0] in (3, 7)
+                assert sync == (2 if two else 1), (m, r[0], bits, sync)
+                assert stages == (4 if two else 3 if m <= 16 else 2) and smem <= 227 * 1024
+                if r[0] == 7:
+                    assert (groups, warps, rows) == (12, 1, 32) and (k + 63) // 64 >= 12 * 8
+
+    check(rule_exe, True)
+    check(build_host_program(tmp_path_factory, "rows_rule_sync_off", "#define KBIT_ROWS_SYNC 0\n" + PROGRAM), False)
