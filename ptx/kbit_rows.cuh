@@ -83,8 +83,10 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   static constexpr int kRingOff = Base::kLutBytes;
   static constexpr int kRingBytes = kGroups * kRingStages * kGroupStage;
   // K-tiles per pass of the group's barrier (1 or 2): with 2, a warp computes
-  // two stages between barriers, so the compiler can interleave their
-  // dequantization chains, and the barrier is passed half as often. The ring
+  // two stages between barriers, so the barrier and the copy bookkeeping
+  // come half as often and the two stages' dequantization share one basic
+  // block. (In the 12 x 1 and 6 x 2 loops ptxas also kept the table base in a
+  // uniform register with 2 and not with 1: docs/results.md v57.) The ring
   // holds the kSyncTiles stages being read and kRingStages - kSyncTiles being
   // copied.
   static constexpr int kSyncTiles = kSyncTiles_;
