@@ -229,9 +229,10 @@ def test_kbit_rows_two_tiles_per_barrier(bits, m, n, k, monkeypatch):
     """The row-owning kernel passing its group barrier once per two K-tiles
     (since v57, k = 2..4, sm90 family): configuration 7 (12 K-groups of one
     warp, at least 8 K-tiles each: 97 and 224 K-tiles here) and 3 (6 K-groups
-    of two warps; 33 K-tiles). K % 64 == 32 and K-tile counts that leave some
-    K-groups an odd K-tile after their pairs; N % 16 == 8. k = 5 keeps one
-    K-tile per pass. Every run passes the checker and gives the same bits."""
+    of two warps; 33 K-tiles), with K-tile counts that leave some K-groups an
+    odd K-tile after their pairs; the first two with K % 64 == 32 and N % 16
+    == 8. k = 5 keeps one K-tile per pass. Every run passes the checker and
+    gives the same bits."""
     monkeypatch.delenv("KBIT_KERNEL", raising=False)
     spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype="bfloat16" if bits == 3 else "float16",
                 experts=1, seed=37)
