@@ -534,14 +534,15 @@ __device__ __forceinline__ void decode_stage_scales(float* scales, const uint8_t
 // blocks at 2r, 2r + 1, k words each), the decoded scales, and the B
 // fragments of the K-tile per 8 activation rows (b[h]: slot rows 8h .. 8h + 7,
 // h < kMH). Each dequantized fragment feeds one n8 MMA pair per 8 activation
-// rows; the block's partial sums are scaled into acc in fp32.
-template <class Cfg>
+// rows; the block's partial sums are scaled into acc in fp32. Only the first
+// kLive tiles (the row-owning kernel's tiles past a CTA's rows are skipped).
+template <class Cfg, int kLive = Cfg::kNT>
 __device__ __forceinline__ void stage_mma(float (&acc)[Cfg::kNT][Cfg::kAccRegs], const uint32_t* w_s,
                                           const float* scales, const uint32_t (&b)[Cfg::kMH][2][4],
                                           const IndexConsts<Cfg>& ic, uint32_t lut_s, uint32_t lane_word, int g) {
   using T = typename Cfg::T;
 #pragma unroll
-  for (int nt = 0; nt < Cfg::kNT; ++nt) {
+  for (int nt = 0; nt < kLive; ++nt) {
     const int r = nt * 16 + g;
     const float2 sa = *reinterpret_cast<const float2*>(scales + 2 * r);
     const float2 sb = *reinterpret_cast<const float2*>(scales + 2 * (r + 8));

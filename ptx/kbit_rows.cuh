@@ -175,7 +175,7 @@ __device__ __forceinline__ void dequant_pairs(uint32_t (&f)[4][4], const uint32_
   }
 }
 
-template <class Cfg>
+template <class Cfg, int kLive = Cfg::kNT>
 __device__ __forceinline__ void stage_mma_pair_perm(float (&acc)[Cfg::kNT][Cfg::kAccRegs], const uint32_t* w_s,
                                                     const float* scales, uint32_t act_s, const PairPermConsts<Cfg>& icw,
                                                     uint32_t lut_s, uint32_t lane_word, int g, int t) {
@@ -189,7 +189,7 @@ __device__ __forceinline__ void stage_mma_pair_perm(float (&acc)[Cfg::kNT][Cfg::
     for (int s = 0; s < 4; ++s)
       bfr[h][s] = ptx::ld_shared_const_v2_u32(act_s + uint32_t((8 * h + g) * 128 + (((4 * b + s) ^ g) << 4) + 8 * (t & 1)));
 #pragma unroll
-  for (int nt = 0; nt < Cfg::kNT; ++nt) {
+  for (int nt = 0; nt < kLive; ++nt) {
     const int r = nt * 16 + g;
     const uint32_t sa = Elem<T>::pack(scales[2 * r + b], scales[2 * r + b]);
     const uint32_t sb = Elem<T>::pack(scales[2 * (r + 8) + b], scales[2 * (r + 8) + b]);
@@ -210,6 +210,12 @@ __device__ __forceinline__ void stage_mma_pair_perm(float (&acc)[Cfg::kNT][Cfg::
     }
   }
 }
+
+// A number of live 16-row tiles as a type (the main loop's instances).
+template <int N>
+struct Tiles {
+  static constexpr int value = N;
+};
 
 struct RowsParams : KbitParams {
   int granules;   // ceil(N / 16)
@@ -233,7 +239,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   const int gr0 = int((long long)cta * p.granules / ctas);
   const int gr1 = int((long long)(cta + 1) * p.granules / ctas);
   const int row_cta = gr0 * 16, row_end = min(gr1 * 16, p.N);   // this CTA's output rows
-  const int n0 = row_cta + wj * Cfg::BLOCK_N;                   // the warp's first row
+  // The warp's tile of the CTA's rows: its index in the group, rotated by the
+  // warp's round on its scheduler (warp / 4), so that the tiles past a
+  // CTA's last granule (half or empty ones, computed as such below) fall on
+  // every scheduler alike rather than all on one.
+  const int wtile = Cfg::kGroupWarps > 1 ? (wj + warp / 4) % Cfg::kGroupWarps : 0;
+  const int n0 = row_cta + wtile * Cfg::BLOCK_N;                 // the warp's first row
+  // Its 16-row tiles that hold any of the CTA's rows (0 .. kNT).
+  const int live_tiles = max(0, min(Cfg::kNT, cdiv(row_end - n0, 16)));
   const int k_tiles = p.layout.k_tiles;
   constexpr int kKGroups = Cfg::kGroups * Cfg::kSplit;   // the K-groups of a cluster
   const int kgroup = split_rank * Cfg::kGroups + group;
@@ -380,12 +393,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   for_each_acc<Cfg>(acc, g, t, [](float& x, int, int) { x = 0.f; });
 
   // One stage's MMAs: the warp's plane words and the group's activation rows
-  // of ring slot `slot`, its scales decoded into sc.
-  const auto stage_mmas = [&](uint32_t slot, const float* sc) {
+  // of ring slot `slot`, its scales decoded into sc; kLive of the warp's kNT
+  // tiles (the rest lie past the CTA's rows).
+  const auto stage_mmas = [&](uint32_t slot, const float* sc, auto live) {
+    constexpr int kLive = decltype(live)::value;
     const uint8_t* stage = rows_smem + (slot - ptx::smem_u32(rows_smem));
-    if constexpr (Cfg::kPairPerm) {
-      stage_mma_pair_perm<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), sc,
-                               slot + Cfg::kActOff, icw, lut_s, lane_word, g, t);
+    if constexpr (kLive == 0) {
+      return;
+    } else if constexpr (Cfg::kPairPerm) {
+      stage_mma_pair_perm<Cfg, kLive>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), sc,
+                                      slot + Cfg::kActOff, icw, lut_s, lane_word, g, t);
     } else {
       uint32_t bf[Cfg::kMH][2][4];   // per 8 activation rows (rows 8h .. 8h + 7 lie 1024 h bytes further)
 #pragma unroll
@@ -393,8 +410,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
 #pragma unroll
         for (int h = 0; h < Cfg::kMH; ++h)
           ptx::ldmatrix_x4(bf[h][blk], slot + Cfg::kActOff + h * 8 * 128 + (act_lane ^ uint32_t(blk * 64)));
-      stage_mma<Cfg>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), sc, bf, ic, lut_s,
-                     lane_word, g);
+      stage_mma<Cfg, kLive>(acc, reinterpret_cast<const uint32_t*>(stage + wj * Cfg::kWarpW), sc, bf, ic, lut_s,
+                            lane_word, g);
     }
   };
   const auto decode_scales = [&](uint32_t slot, float* sc) {
@@ -408,34 +425,47 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   // (Skipping them warp-uniformly, in a second copy of the loop, was ~1 us
   // slower at Llama-3-8B gate/up M = 16 on an H100, against the decode rule
   // in the same tc_bench run.)
-  uint32_t read_off = 0;   // the next stage's offset in the group's ring
-  int it = 0;
+  // The loop once per number of live tiles that can occur (kNT, kNT / 2, 0),
+  // chosen before it: warp-uniform, and no branch inside it.
+  const auto main_loop = [&](auto live) {
+    constexpr bool kAny = decltype(live)::value > 0;
+    uint32_t read_off = 0;   // the next stage's offset in the group's ring
+    int it = 0;
 #pragma unroll 1
-  for (; it + kSync <= nk; it += kSync) {
-    ptx::cp_async_wait<Cfg::kRingStages - 2 * kSync>();   // this lane's copies of stages it .. it + kSync - 1
-    ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);   // the group's copies; the last pass's stages read by all
+    for (; it + kSync <= nk; it += kSync) {
+      ptx::cp_async_wait<Cfg::kRingStages - 2 * kSync>();   // this lane's copies of stages it .. it + kSync - 1
+      ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);   // the group's copies; the last pass's stages read by all
 #pragma unroll
-    for (int q = 0; q < kSync; ++q) {   // K-tiles it + kRingStages - kSync + q, into the slots read last pass
-      if (it + Cfg::kRingStages - kSync + q < nk) issue();
-      ptx::cp_async_commit();
-    }
-    uint32_t slot[kSync];
+      for (int q = 0; q < kSync; ++q) {   // K-tiles it + kRingStages - kSync + q, into the slots read last pass
+        if (it + Cfg::kRingStages - kSync + q < nk) issue();
+        ptx::cp_async_commit();
+      }
+      uint32_t slot[kSync];
 #pragma unroll
-    for (int q = 0; q < kSync; ++q) {
-      slot[q] = ring0 + read_off;
-      read_off = next_slot(read_off);
-      decode_scales(slot[q], scales + q * Cfg::BLOCK_N * 2);
-    }
+      for (int q = 0; q < kSync; ++q) {
+        slot[q] = ring0 + read_off;
+        read_off = next_slot(read_off);
+        if (kAny) decode_scales(slot[q], scales + q * Cfg::BLOCK_N * 2);
+      }
 #pragma unroll
-    for (int q = 0; q < kSync; ++q) stage_mmas(slot[q], scales + q * Cfg::BLOCK_N * 2);
-  }
-  if constexpr (kSync > 1) {   // an odd K-tile left, already copied (nothing is left to issue)
-    if (it < nk) {
-      ptx::cp_async_wait<0>();
-      ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);
-      decode_scales(ring0 + read_off, scales);
-      stage_mmas(ring0 + read_off, scales);
+      for (int q = 0; q < kSync; ++q) stage_mmas(slot[q], scales + q * Cfg::BLOCK_N * 2, live);
     }
+    if constexpr (kSync > 1) {   // an odd K-tile left, already copied (nothing is left to issue)
+      if (it < nk) {
+        ptx::cp_async_wait<0>();
+        ptx::bar_sync(1 + group, Cfg::kGroupWarps * 32);
+        if (kAny) decode_scales(ring0 + read_off, scales);
+        stage_mmas(ring0 + read_off, scales, live);
+      }
+    }
+  };
+  constexpr int kHalf = Cfg::kNT / 2;
+  if (live_tiles > kHalf) {
+    main_loop(Tiles<Cfg::kNT>{});
+  } else if (live_tiles > 0) {
+    if constexpr (kHalf > 0) main_loop(Tiles<kHalf>{});
+  } else {
+    main_loop(Tiles<0>{});
   }
   ptx::cp_async_wait<0>();
   // Every group passes its named barrier equally often (one more time where
@@ -450,7 +480,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
 
   // ---- the groups' sums, in group order -------------------------------------------
   float* parts = reinterpret_cast<float*>(rows_smem + Cfg::kPartOff);
-  const int wrow = wj * Cfg::BLOCK_N;   // the warp's first row among the CTA's
+  const int wrow = wtile * Cfg::BLOCK_N;   // the warp's first row among the CTA's
   if constexpr (Cfg::kPartsOnRing) __syncthreads();   // every group's last stage read
   if (group > 0) {
     float* mine = parts + (group - 1) * Cfg::kRows * Cfg::kPartStride;
