@@ -4,9 +4,9 @@
 # tc_bench (-DTC_SYNC cases), alternating, three rounds; then memcheck and racecheck of the new one.
 # Needs build/old = `git archive main` (carried).
 set -u
-OUT=${OUT:-out}; mkdir -p build
+OUT=$(realpath ${OUT:-out}); mkdir -p build
 NV="nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -I. -Iptx -Iscripts -DTC_ROWS_ONLY -DTC_SYNC"
-(cd build/old && $NV -o ../tc_old scripts/tc_bench.cu > ../../$OUT/build_old.txt 2>&1) &
+(cd build/old && $NV -o ../tc_old scripts/tc_bench.cu > $OUT/build_old.txt 2>&1) &
 $NV -o build/tc_new scripts/tc_bench.cu > $OUT/build_new.txt 2>&1
 wait
 ls -la build/tc_old build/tc_new | awk '{print $5, $9}'
