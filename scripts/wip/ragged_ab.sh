@@ -25,7 +25,7 @@ for c in dict.fromkeys(c for c, _ in d):
     o, n = d[(c, 'old')], d[(c, 'new')]
     print(f"{c:28s} {statistics.median(o):7.2f} {statistics.median(n):7.2f}  ({min(o):.2f}-{max(o):.2f} | {min(n):.2f}-{max(n):.2f}; {err[(c, 'new')]})")
 PY
-for tool in memcheck racecheck; do
+[ "${SAN:-1}" = 1 ] && for tool in memcheck racecheck; do
   TC_CHECK_ONLY=1 timeout 200 compute-sanitizer --tool $tool build/tc_new =sync1_8b_gateup_m16 =sync2_qwen3_gateup_m16 =sync2_odd_m9 =sync1_qwen3_gateup_m32 > $OUT/$tool.txt 2>&1
   echo "== $tool"; grep -E "^sync|SUMMARY" $OUT/$tool.txt
 done
