@@ -7,9 +7,12 @@
 // * Rows, not units. CTA c owns 16-row granules [c G / C, (c + 1) G / C) of
 //   the G = ceil(N / 16) granules for all of K: no tile spans CTAs, so nothing
 //   goes through the workspace. A warp tile reaching past the CTA's rows
-//   copies only the CTA's rows and zero-fills the rest.
+//   copies only the CTA's rows and zero-fills the rest; its 16-row tiles
+//   past them are not computed (since v58).
 // * K-groups. The CTA's warps form kGroups groups of kGroupWarps warps. Warp j
-//   of a group owns rows 16 kNT j .. of the CTA's rows, group g the K-tiles
+//   of a group owns tile (j + warp / 4) % kGroupWarps, rows 16 kNT of them, of
+//   the CTA's rows (rotated so that the part-filled last tiles fall on every
+//   scheduler, warp % 4, alike), group g the K-tiles
 //   [g T / kGroups, (g + 1) T / kGroups). A group's warps walk the same K-tiles
 //   together through one ring: each warp copies its own rows' plane words and
 //   scale bytes, the group's lanes the kRows activation rows, and one
@@ -420,13 +423,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   };
 
   // ---- main loop: the group's K-tiles, together, kSync per barrier -----------------
-  // Every warp computes all its kNT tiles: those past the CTA's rows hold
-  // zero-filled plane words and scale bytes (weight 0) and are not stored.
-  // (Skipping them warp-uniformly, in a second copy of the loop, was ~1 us
-  // slower at Llama-3-8B gate/up M = 16 on an H100, against the decode rule
-  // in the same tc_bench run.)
-  // The loop once per number of live tiles that can occur (kNT, kNT / 2, 0),
-  // chosen before it: warp-uniform, and no branch inside it.
+  // A warp computes only its live tiles (live_tiles: those holding any of
+  // the CTA's rows; the others hold zero-filled plane words and are not
+  // stored): the loop is instanced once per count that can occur (kNT,
+  // kNT / 2, 0) and chosen before it, warp-uniform, no branch inside. Since
+  // v58, with the tiles rotated over the schedulers (wtile). tc_bench on an
+  // H200 against computing every tile (docs/results.md v58): Qwen3 gate/up
+  // M = 16 (CTAs of 2-3 granules, 6 x 2) 7.8 -> 7.0 us, Llama-3-8B gate/up
+  // M = 32 (3 x 4) 23.7 -> 22.7, M = 16 (4 x 4) level. (v52 had skipped them
+  // in a second copy of the loop without the rotation: ~1 us slower at
+  // Llama-3-8B gate/up M = 16 on an H100.)
   const auto main_loop = [&](auto live) {
     constexpr bool kAny = decltype(live)::value > 0;
     uint32_t read_off = 0;   // the next stage's offset in the group's ring
