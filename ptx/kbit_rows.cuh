@@ -10,9 +10,9 @@
 //   copies only the CTA's rows and zero-fills the rest; its 16-row tiles
 //   past them are not computed (since v58).
 // * K-groups. The CTA's warps form kGroups groups of kGroupWarps warps. Warp j
-//   of a group owns tile (j + warp / 4) % kGroupWarps, rows 16 kNT of them, of
-//   the CTA's rows (rotated so that the part-filled last tiles fall on every
-//   scheduler, warp % 4, alike), group g the K-tiles
+//   of group g owns tile (j + g kGroupWarps / 4) % kGroupWarps (16 kNT rows)
+//   of the CTA's rows (rotated so that the part-filled last tiles fall on
+//   every scheduler, warp % 4, alike), group g the K-tiles
 //   [g T / kGroups, (g + 1) T / kGroups). A group's warps walk the same K-tiles
 //   together through one ring: each warp copies its own rows' plane words and
 //   scale bytes, the group's lanes the kRows activation rows, and one
@@ -243,10 +243,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   const int gr1 = int((long long)(cta + 1) * p.granules / ctas);
   const int row_cta = gr0 * 16, row_end = min(gr1 * 16, p.N);   // this CTA's output rows
   // The warp's tile of the CTA's rows: its index in the group, rotated by the
-  // warp's round on its scheduler (warp / 4), so that the tiles past a
-  // CTA's last granule (half or empty ones, computed as such below) fall on
-  // every scheduler alike rather than all on one.
-  const int wtile = Cfg::kGroupWarps > 1 ? (wj + warp / 4) % Cfg::kGroupWarps : 0;
+  // scheduler round (warp / 4) of the group's first warp, so that the tiles
+  // past a CTA's last granule (half or empty ones, computed as such below)
+  // fall on every scheduler alike rather than all on one. (The round of the
+  // group's first warp, not the warp's own: a group of 7 warps spans two
+  // rounds, and the tiles must stay a permutation of the group's.)
+  const int wtile = Cfg::kGroupWarps > 1 ? (wj + group * Cfg::kGroupWarps / 4) % Cfg::kGroupWarps : 0;
   const int n0 = row_cta + wtile * Cfg::BLOCK_N;                 // the warp's first row
   // Its 16-row tiles that hold any of the CTA's rows (0 .. kNT).
   const int live_tiles = max(0, min(Cfg::kNT, cdiv(row_end - n0, 16)));
@@ -423,9 +425,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   };
 
   // ---- main loop: the group's K-tiles, together, kSync per barrier -----------------
-  // A warp computes only its live tiles (live_tiles: those holding any of
-  // the CTA's rows; the others hold zero-filled plane words and are not
-  // stored): the loop is instanced once per count that can occur (kNT,
+  // In groups of several warps a warp computes only its live tiles
+  // (live_tiles: those holding any of the CTA's rows; the others hold
+  // zero-filled plane words and are not stored): the loop is instanced once
+  // per count that can occur (kNT,
   // kNT / 2, 0) and chosen before it, warp-uniform, no branch inside. Since
   // v58, with the tiles rotated over the schedulers (wtile). tc_bench on an
   // H200 against computing every tile (docs/results.md v58): Qwen3 gate/up
@@ -465,13 +468,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
       }
     }
   };
+  // With one warp per group (configurations 4..7) a part-filled tile only
+  // occurs in CTAs that own fewer granules than others, which are not the
+  // slowest: those keep the one loop.
   constexpr int kHalf = Cfg::kNT / 2;
-  if (live_tiles > kHalf) {
+  if constexpr (Cfg::kGroupWarps == 1) {
     main_loop(Tiles<Cfg::kNT>{});
-  } else if (live_tiles > 0) {
-    if constexpr (kHalf > 0) main_loop(Tiles<kHalf>{});
   } else {
-    main_loop(Tiles<0>{});
+    if (live_tiles > kHalf) {
+      main_loop(Tiles<Cfg::kNT>{});
+    } else if (live_tiles > 0) {
+      if constexpr (kHalf > 0) main_loop(Tiles<kHalf>{});
+    } else {
+      main_loop(Tiles<0>{});
+    }
   }
   ptx::cp_async_wait<0>();
   // Every group passes its named barrier equally often (one more time where

@@ -4,7 +4,7 @@
 # PART=ab (~8 min): both trees build in parallel; harness A/B (ab step, alternating, two rounds) on
 # the layers whose CTAs own part-filled warp tiles (Qwen3 gate/up, Llama-3-8B gate/up) and 8B down
 # as a control, k = 4 and the other k; memcheck of "auto rows" (with the new cases).
-# PART=tests (~3 min on a warm machine): the GPU suite.
+# PART=tests (~8 min cold): the GPU suite and memcheck of "auto rows".
 set -u
 OUT=$(realpath ${OUT:-out}); mkdir -p $OUT/raw; export PYTHONUNBUFFERED=1 KBIT_BUILD_DIR=/tmp/kbit_build
 R=$OUT; export OUT=$OUT/raw
@@ -22,5 +22,7 @@ else
   python3 -c "import torch, submission as S; S._module_for(torch.device('cuda'))" > $OUT/build_new.txt 2>&1
   timeout 300 python3 -m pytest -q -x tests/test_gpu_wrappers.py tests/test_gpu_kernels.py > $R/pytest_gpu.txt 2>&1
   echo "pytest: $(tail -1 $R/pytest_gpu.txt)"; grep -E "FAILED|Error" $R/pytest_gpu.txt | head -5
+  SANITIZE_KERNELS="auto rows" STEPS=memcheck timeout 100 bash scripts/device_run.sh > $R/memcheck.txt 2>&1; tail -1 $R/memcheck.txt
+  grep -h "False" $OUT/memcheck.txt | head -5
 fi
 cd $R && tar -czf raw_${PART:-ab}.tgz raw && rm -rf raw
