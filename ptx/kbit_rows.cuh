@@ -7,8 +7,9 @@
 // * Rows, not units. CTA c owns 16-row granules [c G / C, (c + 1) G / C) of
 //   the G = ceil(N / 16) granules for all of K: no tile spans CTAs, so nothing
 //   goes through the workspace. A warp tile reaching past the CTA's rows
-//   copies only the CTA's rows and zero-fills the rest; its 16-row tiles
-//   past them are not computed (since v58).
+//   copies only the CTA's rows and zero-fills the rest; in groups of two
+//   warps and in the 32-row stages' 3 x 4 its 16-row tiles past them are not
+//   computed (RowsConfig::kLiveLoops, since v58).
 // * K-groups. The CTA's warps form kGroups groups of kGroupWarps warps. Warp j
 //   of group g owns tile (j + g kGroupWarps / 4) % kGroupWarps (16 kNT rows)
 //   of the CTA's rows (rotated so that the part-filled last tiles fall on
@@ -93,6 +94,14 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   // holds the kSyncTiles stages being read and kRingStages - kSyncTiles being
   // copied.
   static constexpr int kSyncTiles = kSyncTiles_;
+  // The main loop instanced per count of live 16-row tiles (kbit_rows_kernel,
+  // since v58), where that measured faster: groups of two warps (6 x 2) and
+  // the 32-row stages' 3 x 4. The 4 x 4 at M <= 16 was level to slower (H200,
+  // Llama-3-8B gate/up: tc_bench 18.1 vs 18.2 us, harness 18.3-18.4 vs 18.5)
+  // and 2 x 7 is not measured: those compute every tile, as groups of one
+  // warp do (whose part-filled tiles lie only in CTAs that own fewer granules
+  // than others, not the slowest).
+  static constexpr bool kLiveLoops = kGroupWarps_ == 2 || (kGroupWarps_ == 4 && kRows_ == 32);
   static constexpr int kScalesOff = kRingOff + kRingBytes;   // per warp and synced stage: BLOCK_N float2
   static constexpr int kPartStride = kCtaRows + 4;   // words per activation row of a part (bank spread)
   static constexpr int kPartBytes = (kGroups - 1) * kRows * kPartStride * 4;
@@ -425,17 +434,16 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   };
 
   // ---- main loop: the group's K-tiles, together, kSync per barrier -----------------
-  // In groups of several warps a warp computes only its live tiles
-  // (live_tiles: those holding any of the CTA's rows; the others hold
-  // zero-filled plane words and are not stored): the loop is instanced once
-  // per count that can occur (kNT,
-  // kNT / 2, 0) and chosen before it, warp-uniform, no branch inside. Since
-  // v58, with the tiles rotated over the schedulers (wtile). tc_bench on an
-  // H200 against computing every tile (docs/results.md v58): Qwen3 gate/up
-  // M = 16 (CTAs of 2-3 granules, 6 x 2) 7.8 -> 7.0 us, Llama-3-8B gate/up
-  // M = 32 (3 x 4) 23.7 -> 22.7, M = 16 (4 x 4) level. (v52 had skipped them
-  // in a second copy of the loop without the rotation: ~1 us slower at
-  // Llama-3-8B gate/up M = 16 on an H100.)
+  // With Cfg::kLiveLoops a warp computes only its live tiles (live_tiles:
+  // those holding any of the CTA's rows; the others hold zero-filled plane
+  // words and are not stored): the loop is instanced once per count that can
+  // occur (kNT, kNT / 2, 0) and chosen before it, warp-uniform, no branch
+  // inside; since v58, with the tiles rotated over the schedulers (wtile).
+  // tc_bench on an H200 against computing every tile (docs/results.md v58):
+  // Qwen3 gate/up M = 16 (CTAs of 2-3 granules, 6 x 2) 7.6 -> 6.9 us,
+  // Llama-3-8B gate/up M = 32 (3 x 4) 23.8 -> 22.8, M = 16 (4 x 4) level.
+  // (v52 had skipped them in a second copy of the loop without the rotation:
+  // ~1 us slower at Llama-3-8B gate/up M = 16 on an H100.)
   const auto main_loop = [&](auto live) {
     constexpr bool kAny = decltype(live)::value > 0;
     uint32_t read_off = 0;   // the next stage's offset in the group's ring
@@ -468,11 +476,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
       }
     }
   };
-  // With one warp per group (configurations 4..7) a part-filled tile only
-  // occurs in CTAs that own fewer granules than others, which are not the
-  // slowest: those keep the one loop.
+  // (Cfg::kLiveLoops: where the instances measured faster.)
   constexpr int kHalf = Cfg::kNT / 2;
-  if constexpr (Cfg::kGroupWarps == 1) {
+  if constexpr (!Cfg::kLiveLoops) {
     main_loop(Tiles<Cfg::kNT>{});
   } else {
     if (live_tiles > kHalf) {

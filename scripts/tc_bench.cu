@@ -589,6 +589,8 @@ int main(int argc, char** argv) {
   run_case({"sync2_odd_m9", 5128, 2080, 9, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 4, 16, false, 1, 2>>{});
   run_case({"sync2_odd_m17_k3", 5128, 2080, 17, D, 0, 3}, RowsRunner<RowsV<3, 6, 2, 2, 4, 32, true, 1, 2>>{});
   run_case({"sync2_odd_m10_k2_split", 200, 2080, 10, D, 0, 2}, RowsRunner<RowsV<2, 4, 1, 1, 4, 16, false, 2, 2>>{});
+  // 2 x 7 on CTAs of 13 granules (132 SMs): 6.5 of the 7 warp tiles hold rows.
+  run_case({"sync1_2x7_m16", 27448, 2048, 16, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});
 #ifndef TC_SYNC
   // The row-owning kernel (kbit_rows.cuh) against the decode kernel's 16-row slots.
   run_case({"rows_70b_gateup_m16", 28672, 8192, 16, D, 0}, RowsRunner<RowsV<4, 2, 7, 2, 3>>{});

@@ -264,15 +264,19 @@ def test_kbit_rows_32_activation_rows(bits, dtype, m, n, k, forced, monkeypatch)
 
 @requires_sm80
 @pytest.mark.parametrize("bits", [2, 3, 4, 5])
-@pytest.mark.parametrize("m,n,k", [(16, 10552, 2080), (11, 6328, 4096), (32, 10552, 2080), (27, 6328, 2048)])
+@pytest.mark.parametrize("m,n,k", [(16, 10552, 2080), (11, 6328, 4096), (32, 10552, 2080), (27, 6328, 2048),
+                                   (16, 27448, 2048)])
 def test_kbit_rows_ragged_last_tiles(bits, m, n, k, monkeypatch):
-    """The row-owning kernel computing only the 16-row tiles that hold its
-    CTA's rows (since v58): on 132 SMs N = 10552 gives every CTA 5 granules
-    (80 rows: 32-row warp tiles full, full, half, empty) and N = 6328 gives 3
-    (48 rows: full, half), with the tiles rotated over the schedulers; N % 16
-    == 8 leaves the last granule half in memory. M = 11 and 16 take the
-    16-row stages, 27 and 32 the 32-row stages with K permuted by pairs (K %
-    64 == 32 in two of them). On other SM counts the shares differ; the checks
+    """CTAs of the row-owning kernel whose 32-row warp tiles reach past their
+    rows (since v58 a group's tiles are rotated over the schedulers, and 6 x
+    2 and the 32-row stages' 3 x 4 compute only the live 16-row tiles): on
+    132 SMs N = 10552 gives every CTA 5 granules (80 rows: tiles full, full,
+    half, empty; 4 x 4 at M = 16, which computes every tile, 3 x 4 at M =
+    32) and N = 6328 gives 3 (48 rows: full, half; 6 x 2); N % 16 == 8
+    leaves the last granule half in memory; N = 27448 gives 13 granules (2 x
+    7: six and a half tiles). M = 11 and 16 take the 16-row
+    stages, 27 and 32 the 32-row stages with K permuted by pairs (K % 64 ==
+    32 in two of them). On other SM counts the shares differ; the checks
     hold either way. Every run passes the checker and gives the same bits."""
     monkeypatch.setenv("KBIT_KERNEL", "rows")
     spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype="bfloat16" if bits == 2 else "float16",
