@@ -229,6 +229,17 @@ struct Tiles {
   static constexpr int value = N;
 };
 
+// The tile of a CTA's rows that warp j of group g owns: j rotated by the
+// scheduler round (warp / 4) of the group's first warp, so that the tiles past
+// a CTA's last granule (half or empty ones) fall on every scheduler alike
+// rather than all on one. (The round of the group's first warp, not the
+// warp's own: a group of 7 warps spans two rounds, and the tiles must stay a
+// permutation of the group's; tests/test_rows_rule.py checks that for every
+// configuration.)
+__host__ __device__ constexpr int rows_warp_tile(int group, int j, int group_warps) {
+  return group_warps > 1 ? (j + group * group_warps / 4) % group_warps : 0;
+}
+
 struct RowsParams : KbitParams {
   int granules;   // ceil(N / 16)
 };
@@ -251,13 +262,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
   const int gr0 = int((long long)cta * p.granules / ctas);
   const int gr1 = int((long long)(cta + 1) * p.granules / ctas);
   const int row_cta = gr0 * 16, row_end = min(gr1 * 16, p.N);   // this CTA's output rows
-  // The warp's tile of the CTA's rows: its index in the group, rotated by the
-  // scheduler round (warp / 4) of the group's first warp, so that the tiles
-  // past a CTA's last granule (half or empty ones, computed as such below)
-  // fall on every scheduler alike rather than all on one. (The round of the
-  // group's first warp, not the warp's own: a group of 7 warps spans two
-  // rounds, and the tiles must stay a permutation of the group's.)
-  const int wtile = Cfg::kGroupWarps > 1 ? (wj + group * Cfg::kGroupWarps / 4) % Cfg::kGroupWarps : 0;
+  // The warp's tile of the CTA's rows (rows_warp_tile).
+  const int wtile = rows_warp_tile(group, wj, Cfg::kGroupWarps);
   const int n0 = row_cta + wtile * Cfg::BLOCK_N;                 // the warp's first row
   // Its 16-row tiles that hold any of the CTA's rows (0 .. kNT).
   const int live_tiles = max(0, min(Cfg::kNT, cdiv(row_end - n0, 16)));

@@ -2,8 +2,9 @@
 rows_config_for, rows_grid; ptx/kbit_rows.cuh: RowsConfig), run on the host:
 which dense shapes it takes, the configuration and grid (CTAs, or clusters
 of two for configuration 6) it picks on a 132-SM GPU, that every CTA's (or
-cluster's) share of 16-row granules fits that configuration's rows, and that
-every configuration fits one H100 SM. (The plan also checks that the
+cluster's) share of 16-row granules fits that configuration's rows, that
+every configuration fits one H100 SM, and that its groups' warps own every
+tile once (rows_warp_tile). (The plan also checks that the
 clusters are resident at once; that query needs a GPU.)"""
 
 NCOL = 8   # per k: groups, warps per group, CTA rows, stages, shared bytes, K by pairs, CTAs per cluster,
@@ -28,6 +29,12 @@ struct Describe {   // the configuration's shape and shared memory; launches not
   template <class Cfg> const char* operator()() const {
     std::printf(" %d %d %d %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages,
                 Cfg::kSmemBytes, int(Cfg::kPairPerm), Cfg::kSplit, Cfg::kSyncTiles);
+    // Every group's warps own every tile of the CTA's rows once (rows_warp_tile).
+    for (int g = 0; g < Cfg::kGroups; ++g) {
+      unsigned seen = 0;
+      for (int j = 0; j < Cfg::kGroupWarps; ++j) seen |= 1u << kbit::rows_warp_tile(g, j, Cfg::kGroupWarps);
+      if (seen != (1u << Cfg::kGroupWarps) - 1) return "error: a group's warps do not own every tile once";
+    }
     return nullptr;
   }
 };
