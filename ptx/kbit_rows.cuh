@@ -48,6 +48,9 @@
 #pragma once
 
 #define KBIT_HAS_ROWS 1   // (launch.cuh: rows_kernel_pays, KBIT_KERNEL=rows)
+#ifndef KBIT_ROWS_PAIR_FIELDS
+#define KBIT_ROWS_PAIR_FIELDS 1   // RowsConfig::kPairFields (A/B: =0)
+#endif
 
 namespace kbit {
 
@@ -65,6 +68,18 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   // the lane's quarter t) do not fit it: the canonical table (this shadows
   // Base::kLanePerm for every function templated on the configuration).
   static constexpr bool kLanePerm = kPairPerm ? false : Base::kLanePerm;
+  // kPairFields (K by pairs at k = 3, 4): the lane's two index words take
+  // their fields as pair_field (kbit_decode.cuh) places them, so that planes 1
+  // and 2 are rotated once for both words instead of once per word; the table
+  // then holds a replica set per word (its rows' unused half at k = 4), and 256
+  // rows at k = 3 instead of 64 (the word's fourth field is left unmasked).
+  // Four rotations fewer per row at k = 4 (4 SHF and 6 LOP3 for both words
+  // instead of 8 and 6), six at k = 3 (2 and 4 instead of 6 and 6 with the
+  // mask). KBIT_ROWS_PAIR_FIELDS=0 leaves it out (A/B).
+  static constexpr bool kPairFields = KBIT_ROWS_PAIR_FIELDS && kPairPerm && (kBits_ == 3 || kBits_ == 4);
+  static constexpr int kEntries = kPairFields ? 256 : Base::kEntries;
+  static constexpr int kEntryUsed = kPairFields ? 256 : Base::kEntryUsed;
+  static constexpr int kLutBytes = kEntries * Base::kEntryBytes;
   // Activation rows per stage: 16 (M <= 16), or 32 (M = 17..32: each
   // dequantized fragment feeds four n8 MMA pairs instead of two). The table,
   // index words and lane constants are the 16-row slot's (Base); the slot's
@@ -84,7 +99,7 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   static constexpr int kScaleOff = kGroupWarps * kWarpW;
   static constexpr int kActOff = cdiv(kScaleOff + kCtaRows * 2, 128) * 128;
   static constexpr int kGroupStage = kActOff + kRows * 128;
-  static constexpr int kRingOff = Base::kLutBytes;
+  static constexpr int kRingOff = kLutBytes;
   static constexpr int kRingBytes = kGroups * kRingStages * kGroupStage;
   // K-tiles per pass of the group's barrier (1 or 2): with 2, a warp computes
   // two stages between barriers, so the barrier and the copy bookkeeping
@@ -138,12 +153,39 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
 // step mixes the two blocks (lanes t < 2 and t >= 2), so each fragment
 // register is scaled (its row's scale of block b) before the MMA, which
 // accumulates in fp32 directly.
+// With kPairFields the lane's constants are pair_field's instead: rot[0],
+// rot[1] move planes 1 and 2 (both words), rot[2 + w] plane 3 in word w;
+// mask[w][b - 1] is plane b's field in word w (pair_field_rot, _mask; the
+// scheme is checked at compile time by pair_fields_ok, kbit_decode.cuh).
 template <class Cfg>
 struct PairPermConsts {
   IndexConsts<Cfg> w[2];
+  uint32_t rot[4];
+  uint32_t mask[2][3];
   __device__ __forceinline__ explicit PairPermConsts(int t)
-      : w{IndexConsts<Cfg>(2 * (t & 1)), IndexConsts<Cfg>(2 * (t & 1) + 1)} {}
+      : w{IndexConsts<Cfg>(2 * (t & 1)), IndexConsts<Cfg>(2 * (t & 1) + 1)} {
+    const int p = t & 1;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) rot[i] = pair_field_rot(p, i);
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+#pragma unroll
+      for (int b = 1; b < 4; ++b) mask[q][b - 1] = pair_field_mask(p, q, b);
+  }
 };
+
+// kPairFields: the two index words of one row's plane words q (pair_field's
+// fields; at k = 3 the fourth field holds stale bits, which the table ignores).
+template <class Cfg>
+__device__ __forceinline__ void pair_field_words(uint32_t (&x)[2], const uint32_t (&q)[Cfg::kBits],
+                                                 const PairPermConsts<Cfg>& c) {
+  const uint32_t r1 = ptx::rotr(q[1], c.rot[0]), r2 = ptx::rotr(q[2], c.rot[1]);
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    x[w] = ptx::lop3<0xE4>(r2, ptx::lop3<0xE4>(r1, q[0], c.mask[w][0]), c.mask[w][1]);
+    if constexpr (Cfg::kBits == 4) x[w] = ptx::lop3<0xE4>(ptx::rotr(q[3], c.rot[2 + w]), x[w], c.mask[w][2]);
+  }
+}
 
 // The A registers of the four MMA steps of block b for rows g (pa) and g + 8
 // (pb), before scaling: f[s] = {row g field f0, row g + 8 field f0, row g
@@ -156,6 +198,19 @@ __device__ __forceinline__ void dequant_pairs(uint32_t (&f)[4][4], const uint32_
                                               const uint32_t (&pb)[Cfg::kBits], const PairPermConsts<Cfg>& icw,
                                               uint32_t lut, uint32_t lane_word) {
   static_assert(!Cfg::kLanePerm && !Cfg::kRepeatRows, "the canonical table without repeated rows");
+  if constexpr (Cfg::kPairFields) {
+    uint32_t xa[2], xb[2];
+    pair_field_words<Cfg>(xa, pa, icw);
+    pair_field_words<Cfg>(xb, pb, icw);
+#pragma unroll
+    for (int w = 0; w < 2; ++w)
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {   // word w's replica set lies 128 w bytes into the row
+        f[s][2 * w] = lookup_byte(lut + 128u * w, xa[w], lane_word, lut_sel(s));
+        f[s][2 * w + 1] = lookup_byte(lut + 128u * w, xb[w], lane_word, lut_sel(s));
+      }
+    return;
+  }
 #pragma unroll
   for (int w = 0; w < 2; ++w) {
     const IndexConsts<Cfg>& ic = icw.w[w];
