@@ -8,6 +8,29 @@
 # rounds alternating old / new; the lane permutation on the M = 16 rule cases; the main loops' SASS;
 # memcheck of the new binary's odd and k = 3 / 4 cases.
 set -u
+# PART=ab (~9 min): the extension built with KBIT_ROWS_PAIR_FIELDS=1 and =0 (variants step), harness
+#   A/B on the M = 32 row-owning layers at k = 4 (main tasks) and k = 3 (extra tasks), two rounds.
+# PART=tests (~8 min): the GPU suite and memcheck of "auto rows" on this tree.
+if [ "${PART:-}" = ab ]; then
+  OUT=$(realpath ${OUT:-out}); mkdir -p $OUT/raw; R=$OUT; export OUT=$OUT/raw
+  V="KBIT_DEFINES=KBIT_ROWS_PAIR_FIELDS=1;KBIT_DEFINES=KBIT_ROWS_PAIR_FIELDS=0"
+  STEPS=variants VARIANTS="$V" ROUNDS=2 BENCH="(qwen3cn_(gateup|down|q|o)|llama3_8b_(gateup|down))_m32_k4_fp16" \
+    timeout 480 bash scripts/device_run.sh --graph --budget-s 0.05 > $R/ab_k4.txt 2>&1
+  grep -v "^NVIDIA" $R/ab_k4.txt | tail -16
+  OUT=$OUT/extra STEPS=variants VARIANTS="$V" ROUNDS=2 BENCH="(llama3_8b_(gateup|down)|qwen3cn_(gateup|q))_m32_k3" \
+    timeout 90 bash scripts/device_run.sh --graph --budget-s 0.05 --tasks eval/tasks/extra > $R/ab_k3.txt 2>&1
+  grep -v "^NVIDIA" $R/ab_k3.txt | tail -10
+  cd $R && tar -czf raw_ab.tgz raw && rm -rf raw; exit 0
+fi
+if [ "${PART:-}" = tests ]; then
+  OUT=$(realpath ${OUT:-out}); mkdir -p $OUT/raw; export PYTHONUNBUFFERED=1 KBIT_BUILD_DIR=/tmp/kbit_build; R=$OUT; export OUT=$OUT/raw
+  python3 -c "import torch, submission as S; S._module_for(torch.device('cuda'))" > $OUT/build_new.txt 2>&1; echo "built rc=$?"
+  timeout 300 python3 -m pytest -q tests/test_gpu_wrappers.py tests/test_gpu_kernels.py > $R/pytest_gpu.txt 2>&1
+  echo "pytest: $(tail -1 $R/pytest_gpu.txt)"; grep -E "FAILED|Error" $R/pytest_gpu.txt | head -5
+  SANITIZE_KERNELS="auto rows" STEPS=memcheck timeout 150 bash scripts/device_run.sh > $R/memcheck.txt 2>&1; tail -1 $R/memcheck.txt
+  grep -h "False" $OUT/memcheck.txt | head -5
+  cd $R && tar -czf raw_tests.tgz raw && rm -rf raw; exit 0
+fi
 OUT=$(realpath ${OUT:-out}); mkdir -p $OUT
 P32="=rowsP32_8b_gateup_m32 =rowsP32_8b_gateup_m32_k3 =rowsP32_8b_down_m32 =rowsP32_8b_down_m32_k3 =rowsP32_qwen3_gateup_m32 =rowsP32_odd_m17_k3 =rowsP32_8b_gateup_m32_k2 =rowsP32_8b_gateup_m32_k5"
 M16="=sync1_8b_gateup_m16 =sync1_qwen3_gateup_m16 =sync2_qwen3_gateup_m16 =sync2_8b_down_m16 =sync1_qwen3_down_m16"
