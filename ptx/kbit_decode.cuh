@@ -188,8 +188,6 @@ struct DecodeConfig {
   static constexpr int kEntryBytes = kBits == 5 ? 64 : 256;
   static constexpr int kEntryUsed = kQuad ? 256 : kBits == 5 ? 64 : 128;
   static constexpr int kLutBytes = kEntries * kEntryBytes;
-  // The row-owning kernel's pair-field table (RowsConfig kPairFields shadows it).
-  static constexpr bool kPairFields = false;
 
   // One ring stage: plane words and scale bytes of the BLOCK_N rows (both
   // contiguous in memory).
@@ -309,73 +307,13 @@ __device__ __forceinline__ int canonical_index(int e, int t) {
   return (((lo >> (2 * t)) | (lo << (8 - 2 * t))) & 255) | (e & ~255);
 }
 
-// The row-owning kernel's index bytes with K by pairs at k = 3 and 4
-// (RowsConfig kPairFields; kbit_rows.cuh dequant_pairs). A lane of parity
-// p = t % 2 builds index word w (w = 0, 1) from field 2p + w of every plane
-// byte, and plane b's two bits go to field pair_field(p, w, b) of the index
-// byte: plane 0 stays where it lies, planes 1 and 2 move by as many fields in
-// both words (one rotation each serves both words), and plane 3 (k = 4) takes
-// the field left over (a rotation per word). At k = 3 the field left over
-// keeps plane 0's bits of another pair, which the table's 256 rows ignore.
-__host__ __device__ constexpr int pair_field(int p, int w, int b) {
-  return b == 0 ? 2 * p + w : b == 3 ? (w ? 0 : 3) : b + w - p;
-}
-// The canonical index (pair_value's bit order) of table row e in replica set w
-// of the lanes of parity p.
-template <int kBits>
-__host__ __device__ constexpr int pair_field_canonical(int e, int p, int w) {
-  int c = 0;
-  for (int b = 0; b < kBits; ++b) c |= ((e >> (2 * pair_field(p, w, b))) & 3) << (2 * b);
-  return c;
-}
-// The lane's constants (kbit_rows.cuh PairPermConsts): the right rotations
-// rot(p, 0), rot(p, 1) of planes 1 and 2 (both words), rot(p, 2 + w) of plane
-// 3 in word w, and the bit-select mask of plane b (1..3) in word w.
-__host__ __device__ constexpr uint32_t pair_field_rot(int p, int i) {
-  const int up = i < 2 ? pair_field(p, 0, i + 1) - 2 * p : pair_field(p, i - 2, 3) - 2 * p - (i - 2);
-  return uint32_t(-2 * up) & 31u;   // a right rotation that moves the field up by `up` fields
-}
-__host__ __device__ constexpr uint32_t pair_field_mask(int p, int w, int b) {
-  return 0x03030303u << (2 * pair_field(p, w, b));
-}
-// Host check of the whole scheme: for every lane parity, word and index byte,
-// and every value of the pair's bits in each plane (the other bits set), the
-// word built as dequant_pairs builds it (rotations, bit-selects), read through
-// pair_field_canonical, gives the pair's canonical index.
-constexpr uint32_t pair_field_rotr(uint32_t x, uint32_t s) { return s ? (x >> s) | (x << (32 - s)) : x; }
-constexpr uint32_t pair_field_select(uint32_t a, uint32_t b, uint32_t m) { return (a & m) | (b & ~m); }
-template <int kBits>
-constexpr bool pair_fields_ok() {
-  for (int p = 0; p < 2; ++p)
-    for (int w = 0; w < 2; ++w)
-      for (int s = 0; s < 4; ++s)
-        for (int c = 0; c < (1 << (2 * kBits)); ++c) {
-          const int at = 8 * s + 2 * (2 * p + w);   // the pair's bits in each plane word
-          uint32_t q[4] = {};
-          for (int b = 0; b < kBits; ++b)
-            q[b] = (0x9E3779B9u * uint32_t(b + 1) & ~(3u << at)) | uint32_t((c >> (2 * b)) & 3) << at;
-          uint32_t x = pair_field_select(pair_field_rotr(q[1], pair_field_rot(p, 0)), q[0], pair_field_mask(p, w, 1));
-          x = pair_field_select(pair_field_rotr(q[2], pair_field_rot(p, 1)), x, pair_field_mask(p, w, 2));
-          if (kBits == 4) x = pair_field_select(pair_field_rotr(q[3], pair_field_rot(p, 2 + w)), x, pair_field_mask(p, w, 3));
-          if (pair_field_canonical<kBits>(int(x >> (8 * s)) & 255, p, w) != c) return false;
-        }
-  return true;
-}
-static_assert(pair_fields_ok<3>() && pair_fields_ok<4>(), "pair_field: the index words must read back the pairs");
-
 // One 16-byte chunk of table row e: four 4-byte replicas (lanes 4c .. 4c + 3
 // of chunk c, lane quarters 0..3), or at k = 2 two 8-byte ones (lanes 2c,
 // 2c + 1: quarters 0, 1 in even chunks, 2, 3 in odd ones; `odd`). Without
-// kLanePerm every replica holds the same value. With kPairFields a row holds
-// two replica sets (`set` w: chunks 8 w .. 8 w + 7, lanes 4 (c - 8 w) .. + 3),
-// whose lanes of parity 0 and 1 see the row as different canonical indices.
+// kLanePerm every replica holds the same value.
 template <class Cfg>
-__device__ __forceinline__ uint4 table_chunk(int e, bool odd, int set, const float* cb_s, float inv_max) {
-  if constexpr (Cfg::kPairFields) {
-    const uint32_t v0 = pair_value<Cfg>(pair_field_canonical<Cfg::kBits>(e, 0, set), cb_s, inv_max);
-    const uint32_t v1 = pair_value<Cfg>(pair_field_canonical<Cfg::kBits>(e, 1, set), cb_s, inv_max);
-    return make_uint4(v0, v1, v0, v1);
-  } else if constexpr (Cfg::kQuad) {
+__device__ __forceinline__ uint4 table_chunk(int e, bool odd, const float* cb_s, float inv_max) {
+  if constexpr (Cfg::kQuad) {
     // Quads: pair (index & 15) of row g in the replica's first word, pair
     // (index >> 4) of row g + 8 in its second.
     uint32_t w[4];
@@ -427,17 +365,14 @@ __device__ __forceinline__ void build_decode_lut(uint8_t* lut, const float* cb_s
   constexpr int kRows = kPer > kChunks ? kPer / kChunks : 1;   // table rows of a thread's round
   constexpr int kForms = Cfg::kQuad && Cfg::kLanePerm ? 2 : 1;   // distinct chunks per row
   static_assert(kRows * kForms <= 2 && (kForms == 1 || kChunks % 2 == 0), "at most two contents per thread and round");
-  // (kPairFields: a thread's chunks lie in one replica set.)
-  static_assert(!Cfg::kPairFields || (kChunks == 16 && kPer <= 8), "two replica sets of 8 chunks per row");
   if (kBuilders < Cfg::kThreads && tid >= kBuilders) return;
 #pragma unroll
   for (int round = 0; round < kRounds; ++round) {
     const int vt = tid + round * kBuilders;
-    const int set = Cfg::kPairFields ? (vt * kPer) % kChunks / 8 : 0;
     uint4 x[kRows * kForms];   // the contents: row j, or (kForms = 2) even / odd chunks
 #pragma unroll
     for (int j = 0; j < kRows * kForms; ++j)
-      x[j] = table_chunk<Cfg>(vt * kPer / kChunks + j / kForms, j % kForms, set, cb_s, inv_max);
+      x[j] = table_chunk<Cfg>(vt * kPer / kChunks + j / kForms, j % kForms, cb_s, inv_max);
     const int rot = (vt * kPer) >> 3;
 #pragma unroll
     for (int s = 0; s < kPer; ++s) {

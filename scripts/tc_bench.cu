@@ -630,6 +630,10 @@ int main(int argc, char** argv) {
   run_case({"rowsP32_qwen3_gateup_m32_k2", 5120, 2048, 32, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 2, 32, true>>{});
   run_case({"rowsP32_odd_m17_k2", 5128, 2080, 17, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 2, 32, true>>{});
   run_case({"rowsP32_odd_m17_k3", 5128, 2080, 17, D, 0, 3}, RowsRunner<RowsV<3, 6, 2, 2, 2, 32, true>>{});
+  // (Qwen3 q at M = 32, k = 3 and 4: the rule's 12 x 1 with 32-row tiles, 2-3 K-tiles per group;
+  // the pair fields' table build against their shorter loop, v59)
+  run_case({"rowsP32_qwen3_q_m32", 4096, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
+  run_case({"rowsP32_qwen3_q_m32_k3", 4096, 2048, 32, D, 0, 3}, RowsRunner<RowsV<3, 12, 1, 2, 2, 32, true>>{});
   run_case({"rowsP32_odd_m17_k5", 5128, 2080, 17, D, 0, 5}, RowsRunner<RowsV<5, 6, 2, 2, 2, 32, true>>{});
   run_case({"rowsP_odd_m9_k2", 5128, 2080, 9, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 3, 16, true>>{});
   // K-groups against K-tiles at 32 rows (v54: Qwen3 q at k = 5 lost 0.3-0.6 us with 12 groups of

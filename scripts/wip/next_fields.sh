@@ -22,6 +22,28 @@ if [ "${PART:-}" = ab ]; then
   grep -v "^NVIDIA" $R/ab_k3.txt | tail -10
   cd $R && tar -czf raw_ab.tgz raw && rm -rf raw; exit 0
 fi
+# PART=tc2 (~1 min; build/tcr_old, build/tcr_new (the first form: the generic table build),
+#   build/tcr_new2 (build_pair_field_lut), all -DTC_ROWS_ONLY): three rounds on the M = 32 cases,
+#   the Qwen3 ones (short K: the table build against the loop) first; memcheck and racecheck of tcr_new2.
+if [ "${PART:-}" = tc2 ]; then
+  OUT=$(realpath ${OUT:-out}); mkdir -p $OUT
+  C="=rowsP32_qwen3_gateup_m32 =rowsP32_qwen3_q_m32 =rowsP32_qwen3_q_m32_k3 =t1_qwen3_down_m32_k4_t1 =t1_qwen3_o_m32_k4_t1 =rowsP32_8b_gateup_m32 =rowsP32_8b_gateup_m32_k3 =rowsP32_8b_down_m32 =rowsP32_8b_down_m32_k3 =rowsP32_odd_m17_k3"
+  for r in 1 2 3; do for b in tcr_old tcr_new tcr_new2; do echo "== round $r $b"; timeout 60 build/$b $C 2>&1 | grep -E "^(rows|t1_)"; done; done > $OUT/tc2.txt 2>&1
+  python3 - $OUT/tc2.txt <<'PY'
+import sys, collections
+t = collections.defaultdict(list); b = None
+for line in open(sys.argv[1]):
+    if line.startswith("=="): b = line.split()[-1]; continue
+    f = line.split()
+    if len(f) >= 6: t[(f[0], b)] += [float(f[4]), float(f[5])]
+print(f"{'case':28s} {'old':>13s} {'new':>13s} {'new2':>13s}")
+for c in sorted({k[0] for k in t}):
+    print(f"{c:28s} " + " ".join(f"{min(t[(c, b)]):6.2f}-{max(t[(c, b)]):6.2f}" if t[(c, b)] else f"{'-':>13s}" for b in ("tcr_old", "tcr_new", "tcr_new2")))
+PY
+  TC_CHECK_ONLY=1 timeout 100 compute-sanitizer --tool memcheck build/tcr_new2 =rowsP32_odd_m17_k3 =rowsP32_qwen3_q_m32 =t1_qwen3_o_m32_k4_t1 > $OUT/mc2.txt 2>&1; tail -1 $OUT/mc2.txt
+  TC_CHECK_ONLY=1 timeout 100 compute-sanitizer --tool racecheck build/tcr_new2 =rowsP32_odd_m17_k3 =t1_qwen3_o_m32_k4_t1 > $OUT/rc2.txt 2>&1; tail -1 $OUT/rc2.txt
+  exit 0
+fi
 if [ "${PART:-}" = tests ]; then
   OUT=$(realpath ${OUT:-out}); mkdir -p $OUT/raw; export PYTHONUNBUFFERED=1 KBIT_BUILD_DIR=/tmp/kbit_build; R=$OUT; export OUT=$OUT/raw
   python3 -c "import torch, submission as S; S._module_for(torch.device('cuda'))" > $OUT/build_new.txt 2>&1; echo "built rc=$?"
