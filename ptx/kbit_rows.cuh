@@ -48,14 +48,11 @@
 #pragma once
 
 #define KBIT_HAS_ROWS 1   // (launch.cuh: rows_kernel_pays, KBIT_KERNEL=rows)
-#ifndef KBIT_ROWS_PAIR_FIELDS
-#define KBIT_ROWS_PAIR_FIELDS 1   // RowsConfig::kPairFields (A/B: =0)
-#endif
 
 namespace kbit {
 
 template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_, int kRows_ = 16,
-          bool kPairPerm_ = false, int kSplit_ = 1, int kSyncTiles_ = 1>
+          bool kPairPerm_ = false, int kSplit_ = 1, int kSyncTiles_ = 1, bool kPairFields_ = false>
 struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0> {
   using Base = DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0>;
   // kPairPerm (launch.cuh rows_pair_perm; stage_mma_pair_perm below): lane t of
@@ -68,15 +65,16 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   // the lane's quarter t) do not fit it: the canonical table (this shadows
   // Base::kLanePerm for every function templated on the configuration).
   static constexpr bool kLanePerm = kPairPerm ? false : Base::kLanePerm;
-  // kPairFields (K by pairs at k = 3, 4): the lane's two index words take
-  // their fields as pair_field (below) places them, so that planes 1
-  // and 2 are rotated once for both words instead of once per word; the table
-  // then holds a replica set per word (its rows' unused half at k = 4), and 256
-  // rows at k = 3 instead of 64 (the word's fourth field is left unmasked).
-  // Four rotations fewer per row at k = 4 (4 SHF and 6 LOP3 for both words
-  // instead of 8 and 6), six at k = 3 (2 and 4 instead of 6 and 6 with the
-  // mask). KBIT_ROWS_PAIR_FIELDS=0 leaves it out (A/B).
-  static constexpr bool kPairFields = KBIT_ROWS_PAIR_FIELDS && kPairPerm && (kBits_ == 3 || kBits_ == 4);
+  // kPairFields (with K by pairs at k = 3, 4; launch.cuh rows_shape says
+  // where): the lane's two index words take their fields as pair_field
+  // (below) places them, so that planes 1 and 2 are rotated once for both
+  // words instead of once per word; the table then holds a replica set per
+  // word (its rows' unused half at k = 4), and 256 rows at k = 3 instead of 64
+  // (the word's fourth field is left unmasked). Per row and K-tile four
+  // instructions fewer at k = 4 (4 SHF and 6 LOP3 for both words instead of 8
+  // and 6), six at k = 3 (2 SHF and 4 LOP3 instead of 6, 4 and 2 masks); the
+  // table build writes twice (k = 4) or eight times (k = 3) as many bytes.
+  static constexpr bool kPairFields = kPairFields_ && kPairPerm && (kBits_ == 3 || kBits_ == 4);
   static constexpr int kEntries = kPairFields ? 256 : Base::kEntries;   // (build_pair_field_lut)
   static constexpr int kLutBytes = kEntries * Base::kEntryBytes;
   // Activation rows per stage: 16 (M <= 16), or 32 (M = 17..32: each
