@@ -51,6 +51,9 @@ if [ "${PART:-}" = tests ]; then
   echo "pytest: $(tail -1 $R/pytest_gpu.txt)"; grep -E "FAILED|Error" $R/pytest_gpu.txt | head -5
   SANITIZE_KERNELS="auto rows" STEPS=memcheck timeout 150 bash scripts/device_run.sh > $R/memcheck.txt 2>&1; tail -1 $R/memcheck.txt
   grep -h "False" $OUT/memcheck.txt | head -5
+  # the landed form on the two layers the rule gives pair fields (no A/B: call 3 has it)
+  STEPS=bench BENCH="llama3_8b_(gateup|down)_m32_k4_fp16" timeout 80 bash scripts/device_run.sh --graph --budget-s 0.05 > $R/bench.txt 2>&1
+  grep -E "llama3_8b" $R/bench.txt | tail -4
   cd $R && tar -czf raw_tests.tgz raw && rm -rf raw; exit 0
 fi
 OUT=$(realpath ${OUT:-out}); mkdir -p $OUT
