@@ -1105,7 +1105,7 @@ struct RunFn {
 // Its configurations, one table for the plan and the dispatch: configuration
 // id (1..7) = RowsConfig<k, T, groups, warps per group, 16-row tiles per warp,
 // stages, activation rows, K by pairs, CTAs per cluster, K-tiles per group
-// barrier>, by the rows a CTA
+// barrier, pair fields>, by the rows a CTA
 // owns on this GPU; the most
 // K-groups the K-tiles allow; 0 where none serves the shape (grouped, M > 32,
 // more rows per CTA than a configuration has, a single K-tile).
