@@ -158,7 +158,7 @@ __host__ __device__ constexpr int pair_field_canonical(int e, int p, int w) {
   for (int b = 0; b < kBits; ++b) c |= ((e >> (2 * pair_field(p, w, b))) & 3) << (2 * b);
   return c;
 }
-// The lane's constants (kbit_rows.cuh PairPermConsts): the right rotations
+// The lane's constants (PairPermConsts below): the right rotations
 // rot(p, 0), rot(p, 1) of planes 1 and 2 (both words), rot(p, 2 + w) of plane
 // 3 in word w, and the bit-select mask of plane b (1..3) in word w.
 __host__ __device__ constexpr uint32_t pair_field_rot(int p, int i) {
