@@ -52,7 +52,7 @@
 namespace kbit {
 
 template <int kBits_, typename T_, int kGroups_, int kGroupWarps_, int kNT_, int kStages_, int kRows_ = 16,
-          bool kPairPerm_ = false, int kSplit_ = 1, int kSyncTiles_ = 1>
+          bool kPairPerm_ = false, int kSplit_ = 1, int kSyncTiles_ = 1, bool kPairFields_ = false>
 struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0> {
   using Base = DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 16, 0>;
   // kPairPerm (launch.cuh rows_pair_perm; stage_mma_pair_perm below): lane t of
@@ -65,6 +65,18 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   // the lane's quarter t) do not fit it: the canonical table (this shadows
   // Base::kLanePerm for every function templated on the configuration).
   static constexpr bool kLanePerm = kPairPerm ? false : Base::kLanePerm;
+  // kPairFields (with K by pairs at k = 3, 4; launch.cuh rows_shape says
+  // where): the lane's two index words take their fields as pair_field
+  // (below) places them, so that planes 1 and 2 are rotated once for both
+  // words instead of once per word; the table then holds a replica set per
+  // word (its rows' unused half at k = 4), and 256 rows at k = 3 instead of 64
+  // (the word's fourth field is left unmasked). Per row and K-tile four
+  // instructions fewer at k = 4 (4 SHF and 6 LOP3 for both words instead of 8
+  // and 6), six at k = 3 (2 SHF and 4 LOP3 instead of 6, 4 and 2 masks); the
+  // table build writes twice (k = 4) or eight times (k = 3) as many bytes.
+  static constexpr bool kPairFields = kPairFields_ && kPairPerm && (kBits_ == 3 || kBits_ == 4);
+  static constexpr int kEntries = kPairFields ? 256 : Base::kEntries;   // (build_pair_field_lut)
+  static constexpr int kLutBytes = kEntries * Base::kEntryBytes;
   // Activation rows per stage: 16 (M <= 16), or 32 (M = 17..32: each
   // dequantized fragment feeds four n8 MMA pairs instead of two). The table,
   // index words and lane constants are the 16-row slot's (Base); the slot's
@@ -84,7 +96,7 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   static constexpr int kScaleOff = kGroupWarps * kWarpW;
   static constexpr int kActOff = cdiv(kScaleOff + kCtaRows * 2, 128) * 128;
   static constexpr int kGroupStage = kActOff + kRows * 128;
-  static constexpr int kRingOff = Base::kLutBytes;
+  static constexpr int kRingOff = kLutBytes;
   static constexpr int kRingBytes = kGroups * kRingStages * kGroupStage;
   // K-tiles per pass of the group's barrier (1 or 2): with 2, a warp computes
   // two stages between barriers, so the barrier and the copy bookkeeping
@@ -127,6 +139,96 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   static_assert(kGroups + 1 <= 16, "named barriers 1 .. kGroups");
 };
 
+// The row-owning kernel's index bytes with K by pairs at k = 3 and 4
+// (RowsConfig kPairFields; dequant_pairs below). A lane of parity
+// p = t % 2 builds index word w (w = 0, 1) from field 2p + w of every plane
+// byte, and plane b's two bits go to field pair_field(p, w, b) of the index
+// byte: plane 0 stays where it lies, planes 1 and 2 move by as many fields in
+// both words (one rotation each serves both words), and plane 3 (k = 4) takes
+// the field left over (a rotation per word). At k = 3 the field left over
+// keeps plane 0's bits of another pair, which the table's 256 rows ignore.
+__host__ __device__ constexpr int pair_field(int p, int w, int b) {
+  return b == 0 ? 2 * p + w : b == 3 ? (w ? 0 : 3) : b + w - p;
+}
+// The canonical index (pair_value's bit order) of table row e in replica set w
+// of the lanes of parity p.
+template <int kBits>
+__host__ __device__ constexpr int pair_field_canonical(int e, int p, int w) {
+  int c = 0;
+  for (int b = 0; b < kBits; ++b) c |= ((e >> (2 * pair_field(p, w, b))) & 3) << (2 * b);
+  return c;
+}
+// The lane's constants (PairPermConsts below): the right rotations
+// rot(p, 0), rot(p, 1) of planes 1 and 2 (both words), rot(p, 2 + w) of plane
+// 3 in word w, and the bit-select mask of plane b (1..3) in word w.
+__host__ __device__ constexpr uint32_t pair_field_rot(int p, int i) {
+  const int up = i < 2 ? pair_field(p, 0, i + 1) - 2 * p : pair_field(p, i - 2, 3) - 2 * p - (i - 2);
+  return uint32_t(-2 * up) & 31u;   // a right rotation that moves the field up by `up` fields
+}
+__host__ __device__ constexpr uint32_t pair_field_mask(int p, int w, int b) {
+  return 0x03030303u << (2 * pair_field(p, w, b));
+}
+// Host check of the whole scheme: for every lane parity, word and index byte,
+// and every value of the pair's bits in each plane (the other bits set), the
+// word built as dequant_pairs builds it (rotations, bit-selects), read through
+// pair_field_canonical, gives the pair's canonical index.
+constexpr uint32_t pair_field_rotr(uint32_t x, uint32_t s) { return s ? (x >> s) | (x << (32 - s)) : x; }
+constexpr uint32_t pair_field_select(uint32_t a, uint32_t b, uint32_t m) { return (a & m) | (b & ~m); }
+template <int kBits>
+constexpr bool pair_fields_ok() {
+  for (int p = 0; p < 2; ++p)
+    for (int w = 0; w < 2; ++w)
+      for (int s = 0; s < 4; ++s)
+        for (int c = 0; c < (1 << (2 * kBits)); ++c) {
+          const int at = 8 * s + 2 * (2 * p + w);   // the pair's bits in each plane word
+          uint32_t q[4] = {};
+          for (int b = 0; b < kBits; ++b)
+            q[b] = (0x9E3779B9u * uint32_t(b + 1) & ~(3u << at)) | uint32_t((c >> (2 * b)) & 3) << at;
+          uint32_t x = pair_field_select(pair_field_rotr(q[1], pair_field_rot(p, 0)), q[0], pair_field_mask(p, w, 1));
+          x = pair_field_select(pair_field_rotr(q[2], pair_field_rot(p, 1)), x, pair_field_mask(p, w, 2));
+          if (kBits == 4) x = pair_field_select(pair_field_rotr(q[3], pair_field_rot(p, 2 + w)), x, pair_field_mask(p, w, 3));
+          if (pair_field_canonical<kBits>(int(x >> (8 * s)) & 255, p, w) != c) return false;
+        }
+  return true;
+}
+static_assert(pair_fields_ok<3>() && pair_fields_ok<4>(), "pair_field: the index words must read back the pairs");
+
+// kPairFields: the table's 256 rows hold two replica sets (set w at bytes
+// 128 w .. 128 w + 127 of a row, lane l's replica at 4 l), and lane l's replica
+// of row e in set w is the value of canonical index pair_field_canonical(e,
+// l % 2, w). A builder writes one set of one row per unit (8 chunks, each
+// (v0, v1, v0, v1) for lanes of parity 0, 1): unit u = (e / 32) * 64 + w * 32 +
+// e % 32, so that a warp's units share w and the fields' positions are
+// compile-time constants (the set chosen by a warp-uniform branch). Store s of
+// unit u writes chunk (s + u) % 8 of its set, so that the eight units of a
+// quarter warp hit eight bank groups (as build_decode_lut).
+template <int N>
+struct IntConst {
+  static constexpr int value = N;
+};
+template <class Cfg>
+__device__ __forceinline__ void build_pair_field_lut(uint8_t* lut, const float* cb_s, float inv_max, int tid) {
+  constexpr int kUnits = 256 * 2;
+  constexpr int kBuilders = 1 << (31 - __builtin_clz(Cfg::kThreads));   // 256 of 384 threads, 512 of 512
+  static_assert(Cfg::kEntries == 256 && Cfg::kEntryBytes == 256 && kUnits % kBuilders == 0 && kBuilders % 64 == 0,
+                "256 rows of two 128-byte sets; a warp's units in one set");
+  if (kBuilders < Cfg::kThreads && tid >= kBuilders) return;
+#pragma unroll
+  for (int r = 0; r < kUnits / kBuilders; ++r) {
+    const int u = tid + r * kBuilders, w = (u >> 5) & 1, e = (u >> 6 << 5) | (u & 31);
+    const auto chunk = [&](auto set) {
+      constexpr int kSet = decltype(set)::value;
+      const uint32_t v0 = pair_value<Cfg>(pair_field_canonical<Cfg::kBits>(e, 0, kSet), cb_s, inv_max);
+      const uint32_t v1 = pair_value<Cfg>(pair_field_canonical<Cfg::kBits>(e, 1, kSet), cb_s, inv_max);
+      return make_uint4(v0, v1, v0, v1);
+    };
+    const uint4 x = w ? chunk(IntConst<1>{}) : chunk(IntConst<0>{});
+#pragma unroll
+    for (int s = 0; s < 8; ++s)
+      *reinterpret_cast<uint4*>(lut + e * 256 + (8 * w + ((s + u) & 7)) * 16) = x;
+  }
+}
+
 // The warp's kNT 16-row tiles of one K-tile with K permuted by pairs: lane
 // (g, t) takes the fields f = 2 (t % 2) + w (w = 0, 1) of every byte s of the
 // plane words of block b = t / 2, i.e. block b's pairs 4 s + f. Index word w
@@ -138,12 +240,39 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
 // step mixes the two blocks (lanes t < 2 and t >= 2), so each fragment
 // register is scaled (its row's scale of block b) before the MMA, which
 // accumulates in fp32 directly.
+// With kPairFields the lane's constants are pair_field's instead: rot[0],
+// rot[1] move planes 1 and 2 (both words), rot[2 + w] plane 3 in word w;
+// mask[w][b - 1] is plane b's field in word w (pair_field_rot, _mask; the
+// scheme is checked at compile time by pair_fields_ok above).
 template <class Cfg>
 struct PairPermConsts {
   IndexConsts<Cfg> w[2];
+  uint32_t rot[4];
+  uint32_t mask[2][3];
   __device__ __forceinline__ explicit PairPermConsts(int t)
-      : w{IndexConsts<Cfg>(2 * (t & 1)), IndexConsts<Cfg>(2 * (t & 1) + 1)} {}
+      : w{IndexConsts<Cfg>(2 * (t & 1)), IndexConsts<Cfg>(2 * (t & 1) + 1)} {
+    const int p = t & 1;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) rot[i] = pair_field_rot(p, i);
+#pragma unroll
+    for (int q = 0; q < 2; ++q)
+#pragma unroll
+      for (int b = 1; b < 4; ++b) mask[q][b - 1] = pair_field_mask(p, q, b);
+  }
 };
+
+// kPairFields: the two index words of one row's plane words q (pair_field's
+// fields; at k = 3 the fourth field holds stale bits, which the table ignores).
+template <class Cfg>
+__device__ __forceinline__ void pair_field_words(uint32_t (&x)[2], const uint32_t (&q)[Cfg::kBits],
+                                                 const PairPermConsts<Cfg>& c) {
+  const uint32_t r1 = ptx::rotr(q[1], c.rot[0]), r2 = ptx::rotr(q[2], c.rot[1]);
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    x[w] = ptx::lop3<0xE4>(r2, ptx::lop3<0xE4>(r1, q[0], c.mask[w][0]), c.mask[w][1]);
+    if constexpr (Cfg::kBits == 4) x[w] = ptx::lop3<0xE4>(ptx::rotr(q[3], c.rot[2 + w]), x[w], c.mask[w][2]);
+  }
+}
 
 // The A registers of the four MMA steps of block b for rows g (pa) and g + 8
 // (pb), before scaling: f[s] = {row g field f0, row g + 8 field f0, row g
@@ -156,6 +285,19 @@ __device__ __forceinline__ void dequant_pairs(uint32_t (&f)[4][4], const uint32_
                                               const uint32_t (&pb)[Cfg::kBits], const PairPermConsts<Cfg>& icw,
                                               uint32_t lut, uint32_t lane_word) {
   static_assert(!Cfg::kLanePerm && !Cfg::kRepeatRows, "the canonical table without repeated rows");
+  if constexpr (Cfg::kPairFields) {
+    uint32_t xa[2], xb[2];
+    pair_field_words<Cfg>(xa, pa, icw);
+    pair_field_words<Cfg>(xb, pb, icw);
+#pragma unroll
+    for (int w = 0; w < 2; ++w)
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {   // word w's replica set lies 128 w bytes into the row
+        f[s][2 * w] = lookup_byte(lut + 128u * w, xa[w], lane_word, lut_sel(s));
+        f[s][2 * w + 1] = lookup_byte(lut + 128u * w, xb[w], lane_word, lut_sel(s));
+      }
+    return;
+  }
 #pragma unroll
   for (int w = 0; w < 2; ++w) {
     const IndexConsts<Cfg>& ic = icw.w[w];
@@ -381,7 +523,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1) kbit_rows_kernel(const RowsP
 #pragma unroll
   for (int i = 0; i < kLevels; ++i) cb_max = fmaxf(cb_max, fabsf(cb_s[i]));
   if (!(cb_max > 0.f)) cb_max = 1.f;
-  build_decode_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
+  if constexpr (Cfg::kPairFields) build_pair_field_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
+  else build_decode_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
   if (!__syncthreads_and(offsets_ok)) {
     // Offsets that are not {0, M}: make it loud and touch nothing else.
     ptx::cp_async_wait<0>();

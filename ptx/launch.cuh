@@ -1105,7 +1105,7 @@ struct RunFn {
 // Its configurations, one table for the plan and the dispatch: configuration
 // id (1..7) = RowsConfig<k, T, groups, warps per group, 16-row tiles per warp,
 // stages, activation rows, K by pairs, CTAs per cluster, K-tiles per group
-// barrier>, by the rows a CTA
+// barrier, pair fields>, by the rows a CTA
 // owns on this GPU; the most
 // K-groups the K-tiles allow; 0 where none serves the shape (grouped, M > 32,
 // more rows per CTA than a configuration has, a single K-tile).
@@ -1163,24 +1163,44 @@ struct RunFn {
 #ifndef KBIT_ROWS_SYNC
 #define KBIT_ROWS_SYNC 1
 #endif
+// * M = 17..32, k = 3, 4: pair fields (RowsConfig kPairFields: one rotation
+//   of planes 1 and 2 serves both index words of a lane; 15 of 291 loop
+//   instructions per warp and K-tile fewer at k = 4 in 3 x 4, 23 of 290 at
+//   k = 3) in configuration 2, and in 7 (4 with them), which takes 4's shapes
+//   where each of its 12 K-groups has at least kRowsSyncTiles K-tiles. Their
+//   table build writes twice (k = 4) or eight times (k = 3) the bytes, which
+//   short K-groups do not earn back. Harness A/B, H200, graph us, two rounds
+//   (docs/results.md v59): Llama-3-8B gate/up k = 4 23.0 -> 22.4-22.8, k = 3
+//   22.9-23.1 -> 22.4-22.5; down k = 4 25.8-26.1 -> 25.3-25.4, k = 3
+//   25.6 -> 24.4-25.2. With them everywhere, Qwen3 gate/up (6 x 2) was 0.2-0.6
+//   us slower and q (12 x 1, 2-3 K-tiles per group) 0.1-0.5, so those keep the
+//   plain table. KBIT_ROWS_FIELDS=0 leaves them out (A/B).
+#ifndef KBIT_ROWS_FIELDS
+#define KBIT_ROWS_FIELDS 1
+#endif
 constexpr int kRowsSplitTiles = 64;
 constexpr int kRowsSyncTiles = 8;   // K-tiles per K-group from which configuration 7 takes 4's shapes
 struct RowsShape {
   int groups, warps, stages, nt, split, sync;   // nt: 16-row tiles per warp; split: CTAs per cluster;
                                                 // sync: K-tiles per group barrier
+  bool fields;                                  // pair fields (M > 16, k = 3, 4)
 };
 constexpr int rows_sync_tiles(int id, int rows, int bits) {
   return KBIT_ROWS_SYNC && bits != 5 && rows <= 16 && (id == 3 || id == 7) ? 2 : 1;
 }
+constexpr bool rows_pair_fields(int id, int rows, int bits) {
+  return KBIT_ROWS_FIELDS && rows > 16 && (bits == 3 || bits == 4) && (id == 2 || id == 7);
+}
 constexpr RowsShape rows_shape(int id, int rows, int bits) {
   const int sync = rows_sync_tiles(id, rows, bits);
+  const bool fields = rows_pair_fields(id, rows, bits);
   const int stages = sync == 2 ? 4 : rows <= 16 ? 3 : 2;
-  return id == 6   ? RowsShape{12, 1, stages, 1, 2, sync}
-         : id == 5 ? RowsShape{12, 1, stages, 1, 1, sync}
-         : id == 4 || id == 7 ? RowsShape{12, 1, stages, 2, 1, sync}
-         : id == 3 ? RowsShape{6, 2, stages, 2, 1, sync}
-         : id == 2 ? RowsShape{rows <= 16 ? 4 : 3, 4, stages, 2, 1, sync}
-                   : RowsShape{rows <= 16 ? 2 : 0, 7, stages, 2, 1, sync};
+  return id == 6   ? RowsShape{12, 1, stages, 1, 2, sync, fields}
+         : id == 5 ? RowsShape{12, 1, stages, 1, 1, sync, fields}
+         : id == 4 || id == 7 ? RowsShape{12, 1, stages, 2, 1, sync, fields}
+         : id == 3 ? RowsShape{6, 2, stages, 2, 1, sync, fields}
+         : id == 2 ? RowsShape{rows <= 16 ? 4 : 3, 4, stages, 2, 1, sync, fields}
+                   : RowsShape{rows <= 16 ? 2 : 0, 7, stages, 2, 1, sync, fields};
 }
 // K permuted by pairs (RowsConfig kPairPerm, kbit_rows.cuh stage_mma_pair_perm
 // and dequant_pairs): at 32 activation rows, every k, where it measured faster
@@ -1202,7 +1222,10 @@ inline int rows_config_for(const kbit_api::KbitArgs& a, int sms, int* grid, bool
     if (shape.split > 1 && a.k_tiles < kRowsSplitTiles) continue;
     *grid = rows_grid(a.N, sms / shape.split, shape.warps * 16 * shape.nt);
     if (*grid > 0 && shape.groups > 0 && a.k_tiles >= shape.groups * shape.split)
-      return id == 4 && rows_sync_tiles(7, a.M, a.bits) == 2 && a.k_tiles >= shape.groups * kRowsSyncTiles ? 7 : id;
+      return id == 4 && (rows_sync_tiles(7, a.M, a.bits) == 2 || rows_pair_fields(7, a.M, a.bits)) &&
+                     a.k_tiles >= shape.groups * kRowsSyncTiles
+                 ? 7
+                 : id;
   }
   *grid = 0;
   return 0;
@@ -1236,7 +1259,7 @@ template <class F>
 const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
 #define KBIT_ROWS_SHAPE_(ID, R, B) \
   rows_shape(ID, R, B).groups, rows_shape(ID, R, B).warps, rows_shape(ID, R, B).nt, rows_shape(ID, R, B).stages, R, \
-      rows_pair_perm(R), rows_shape(ID, R, B).split, rows_shape(ID, R, B).sync
+      rows_pair_perm(R), rows_shape(ID, R, B).split, rows_shape(ID, R, B).sync, rows_shape(ID, R, B).fields
 #define KBIT_ROWS_(BITS, ID, R)                                                                       \
   case ID:                                                                                            \
     return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, KBIT_ROWS_SHAPE_(ID, R, BITS)>>() \
@@ -1245,6 +1268,11 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
 #define KBIT_ROWS_SYNC_(BITS, R) KBIT_ROWS_(BITS, 7, R)
 #else
 #define KBIT_ROWS_SYNC_(BITS, R)
+#endif
+#if KBIT_ROWS_FIELDS   // (at k = 2, 5 configuration 7 at 32 rows is 4's RowsConfig; the rule does not choose it)
+#define KBIT_ROWS_FIELDS_(BITS, R) KBIT_ROWS_(BITS, 7, R)
+#else
+#define KBIT_ROWS_FIELDS_(BITS, R)
 #endif
 #if KBIT_ROWS_T1
 #define KBIT_ROWS_T1_(BITS, R) KBIT_ROWS_(BITS, 5, R)
@@ -1272,6 +1300,7 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
       KBIT_ROWS_(BITS, 2, 32)      \
       KBIT_ROWS_(BITS, 3, 32)      \
       KBIT_ROWS_(BITS, 4, 32)      \
+      KBIT_ROWS_FIELDS_(BITS, 32)  \
       KBIT_ROWS_T1_(BITS, 32)      \
       KBIT_ROWS_SPLIT_(BITS, 32)   \
     }                              \
@@ -1286,6 +1315,7 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
 #undef KBIT_ROWS_ID_
 #undef KBIT_ROWS_SPLIT_
 #undef KBIT_ROWS_SYNC_
+#undef KBIT_ROWS_FIELDS_
 #undef KBIT_ROWS_T1_
 #undef KBIT_ROWS_
 #undef KBIT_ROWS_SHAPE_

@@ -317,8 +317,8 @@ struct RowsRunner {
   }
 };
 template <int kBits, int kGroups, int kGroupWarps, int kNT, int kStages, int kRows = 16, bool kPerm = false,
-          int kSplit = 1, int kSync = 1>
-using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages, kRows, kPerm, kSplit, kSync>;
+          int kSplit = 1, int kSync = 1, bool kFields = false>
+using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages, kRows, kPerm, kSplit, kSync, kFields>;
 
 #ifdef TC_TIMELINE
 // One flushed call with the marks on (mean of 5 calls): when the set-up and
@@ -630,6 +630,17 @@ int main(int argc, char** argv) {
   run_case({"rowsP32_qwen3_gateup_m32_k2", 5120, 2048, 32, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 2, 32, true>>{});
   run_case({"rowsP32_odd_m17_k2", 5128, 2080, 17, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 2, 32, true>>{});
   run_case({"rowsP32_odd_m17_k3", 5128, 2080, 17, D, 0, 3}, RowsRunner<RowsV<3, 6, 2, 2, 2, 32, true>>{});
+  // Pair fields (RowsConfig kPairFields, _F; v59) against the plain K by pairs above, at k = 3 and 4:
+  // the rule takes them for 3 x 4 and, from 8 K-tiles per K-group, for 12 x 1 (configuration 7). Qwen3
+  // q (12 x 1, 2-3 K-tiles per group) and gate/up (6 x 2) are where the table build did not pay.
+  run_case({"rowsP32F_8b_gateup_m32", 14336, 4096, 32, D, 0}, RowsRunner<RowsV<4, 3, 4, 2, 2, 32, true, 1, 1, true>>{});
+  run_case({"rowsP32F_8b_gateup_m32_k3", 14336, 4096, 32, D, 0, 3}, RowsRunner<RowsV<3, 3, 4, 2, 2, 32, true, 1, 1, true>>{});
+  run_case({"rowsP32F_8b_down_m32", 4096, 14336, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true, 1, 1, true>>{});
+  run_case({"rowsP32F_8b_down_m32_k3", 4096, 14336, 32, D, 0, 3}, RowsRunner<RowsV<3, 12, 1, 2, 2, 32, true, 1, 1, true>>{});
+  run_case({"rowsP32F_odd_m17_k3", 5128, 2080, 17, D, 0, 3}, RowsRunner<RowsV<3, 6, 2, 2, 2, 32, true, 1, 1, true>>{});
+  run_case({"rowsP32_qwen3_q_m32", 4096, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true>>{});
+  run_case({"rowsP32F_qwen3_q_m32", 4096, 2048, 32, D, 0}, RowsRunner<RowsV<4, 12, 1, 2, 2, 32, true, 1, 1, true>>{});
+  run_case({"rowsP32F_qwen3_gateup_m32", 5120, 2048, 32, D, 0}, RowsRunner<RowsV<4, 6, 2, 2, 2, 32, true, 1, 1, true>>{});
   run_case({"rowsP32_odd_m17_k5", 5128, 2080, 17, D, 0, 5}, RowsRunner<RowsV<5, 6, 2, 2, 2, 32, true>>{});
   run_case({"rowsP_odd_m9_k2", 5128, 2080, 9, D, 0, 2}, RowsRunner<RowsV<2, 6, 2, 2, 3, 16, true>>{});
   // K-groups against K-tiles at 32 rows (v54: Qwen3 q at k = 5 lost 0.3-0.6 us with 12 groups of

@@ -243,7 +243,7 @@ def test_kbit_rows_two_tiles_per_barrier(bits, m, n, k, monkeypatch):
 @pytest.mark.parametrize("bits", [2, 3, 4, 5])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("m,n,k,forced", [(32, 14336, 4096, False), (24, 5128, 2080, False), (17, 520, 2048, False),
-                                          (32, 4104, 14336, False), (20, 8200, 8192, True)])
+                                          (32, 4104, 14336, False), (21, 4104, 6176, False), (20, 8200, 8192, True)])
 def test_kbit_rows_32_activation_rows(bits, dtype, m, n, k, forced, monkeypatch):
     """Dense M = 17..32 on the row-owning kernel's 32-row stages: shapes the
     rule gives it (Llama-3-8B gate/up; N % 16 == 8 with K % 64 == 32, so a
@@ -252,8 +252,11 @@ def test_kbit_rows_32_activation_rows(bits, dtype, m, n, k, forced, monkeypatch)
     (configuration 5); since v54 a down projection: 12 K-groups of one warp,
     also at k = 2 and 5) and, forced, a layer of over 2^26 weights (6 K-groups of two
     warps). K is permuted by pairs (the scale applied before the MMA): at k =
-    4 since v53, at every k since v54. Every run passes the checker and gives
-    the same bits (the K-groups' sums meet in a fixed order)."""
+    4 since v53, at every k since v54. Since v59 at k = 3 and 4 the 8B gate/up
+    (3 x 4) and down (configuration 7: 12 x 1 from 8 K-tiles per K-group; also
+    with N % 16 == 8 and K % 64 == 32, M = 21) shapes take pair fields. Every
+    run passes the checker and gives the same bits (the K-groups' sums meet in
+    a fixed order)."""
     if forced:
         monkeypatch.setenv("KBIT_KERNEL", "rows")
     else:

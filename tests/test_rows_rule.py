@@ -7,8 +7,8 @@ every configuration fits one H100 SM, and that its groups' warps own every
 tile once (rows_warp_tile). (The plan also checks that the
 clusters are resident at once; that query needs a GPU.)"""
 
-NCOL = 8   # per k: groups, warps per group, CTA rows, stages, shared bytes, K by pairs, CTAs per cluster,
-           # K-tiles per group barrier
+NCOL = 9   # per k: groups, warps per group, CTA rows, stages, shared bytes, K by pairs, CTAs per cluster,
+           # K-tiles per group barrier, pair fields
 import subprocess
 
 import pytest
@@ -27,8 +27,8 @@ PROGRAM = r"""
 #include <cstdio>
 struct Describe {   // the configuration's shape and shared memory; launches nothing
   template <class Cfg> const char* operator()() const {
-    std::printf(" %d %d %d %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages,
-                Cfg::kSmemBytes, int(Cfg::kPairPerm), Cfg::kSplit, Cfg::kSyncTiles);
+    std::printf(" %d %d %d %d %d %d %d %d %d", Cfg::kGroups, Cfg::kGroupWarps, Cfg::kCtaRows, Cfg::kRingStages,
+                Cfg::kSmemBytes, int(Cfg::kPairPerm), Cfg::kSplit, Cfg::kSyncTiles, int(Cfg::kPairFields));
     // Every group's warps own every tile of the CTA's rows once (rows_warp_tile).
     for (int g = 0; g < Cfg::kGroups; ++g) {
       unsigned seen = 0;
@@ -84,14 +84,14 @@ EXPECTED = {
     (24, *Q_GATEUP, 1, 2, 0): (3, 132),
     (32, 4096, 2048, 1, 5, 0): (4, 132),   # Qwen3 q: 2 granules per CTA at most
     (32, *Q_KV, 1, 4, 0): (5, 32),         # a granule per CTA
-    (32, *L8_DOWN, 1, 4, 0): (4, 132),     # K > N (since v54; the wgmma kernel before)
+    (32, *L8_DOWN, 1, 4, 0): (7, 132),     # K > N (since v54; the wgmma kernel before); 4 with pair fields
     (20, *L8_DOWN, 1, 2, 0): (4, 132),
     (32, *Q_DOWN, 1, 5, 0): (5, 128),
     (32, 2048, 4096, 1, 3, 0): (5, 128),   # Qwen3 o
     (20, 2056, 4096, 1, 3, 0): (5, 129),   # 129 granules on 132 SMs
     (32, *L70_GATEUP, 1, 4, 0): (0, 0),    # 2^26 weights and more: the wgmma kernel
     (32, *L70_DOWN, 1, 4, 0): (0, 0),
-    (32, *L8_DOWN, 1, 4, 1): (4, 132),     # KBIT_KERNEL=rows: wherever a configuration serves
+    (32, *L8_DOWN, 1, 4, 1): (7, 132),     # KBIT_KERNEL=rows: wherever a configuration serves
     (32, *L70_GATEUP, 1, 4, 1): (0, 0),    # no 224-row configuration at 32 rows
     # K split over clusters of two (configuration 6): one granule per CTA, two CTAs per granule
     # fit the SMs (N <= 8 x 132 = 1056), at least 64 K-tiles
@@ -141,7 +141,7 @@ def test_rows_every_cta_share_fits(rule_exe, m):
         shares = [(c + 1) * granules // grid - c * granules // grid for c in range(grid)]
         assert min(shares) >= 1 and sum(shares) == granules
         assert max(shares) * 16 <= cta_rows, (n, k, shares, cta_rows)
-        for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync) in zip(range(2, 6), per_bits):
+        for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync, fields) in zip(range(2, 6), per_bits):
             assert rows == cta_rows and (k + 63) // 64 >= groups * split
             assert smem <= 227 * 1024
             assert pair_perm == (m > 16)   # K permuted by pairs at 32 rows, every k
@@ -157,13 +157,13 @@ def test_rows_16_row_tiles(rule_exe, tmp_path_factory):
     shapes = [(32, *Q_KV, 1, 4, 0), (32, *Q_DOWN, 1, 5, 0), (16, 2048, 4096, 1, 2, 0), (32, 4096, 2048, 1, 4, 0),
               (32, *L8_DOWN, 1, 4, 0), (20, 2056, 4096, 1, 3, 0)]
     got = run(rule_exe, shapes)
-    assert [r[:2] for r in got] == [(5, 32), (5, 128), (5, 128), (4, 132), (4, 132), (5, 129)], got
+    assert [r[:2] for r in got] == [(5, 32), (5, 128), (5, 128), (4, 132), (7, 132), (5, 129)], got
     for r in got[:3] + got[5:]:
-        for groups, warps, rows, stages, smem, pair_perm, split, sync in (r[2 + NCOL * i: 2 + NCOL * (i + 1)]
-                                                                          for i in range(4)):
+        for groups, warps, rows, stages, smem, pair_perm, split, sync, _ in (r[2 + NCOL * i: 2 + NCOL * (i + 1)]
+                                                                             for i in range(4)):
             assert (groups, warps, rows, split, sync) == (12, 1, 16, 1, 1) and smem <= 227 * 1024
     off = build_host_program(tmp_path_factory, "rows_rule_t1_off", "#define KBIT_ROWS_T1 0\n" + PROGRAM)
-    assert [r[:2] for r in run(off, shapes)] == [(4, 32), (4, 128), (4, 128), (4, 132), (4, 132), (4, 129)]
+    assert [r[:2] for r in run(off, shapes)] == [(4, 32), (4, 128), (4, 128), (4, 132), (7, 132), (4, 129)]
 
 
 def test_rows_split_configuration(rule_exe, tmp_path_factory):
@@ -176,8 +176,8 @@ def test_rows_split_configuration(rule_exe, tmp_path_factory):
     got = run(rule_exe, shapes)
     assert [r[:2] for r in got] == [(6, 64), (6, 64), (6, 63), (6, 32), (5, 32)], got
     for r in got[:4]:
-        for groups, warps, rows, stages, smem, pair_perm, split, sync in (r[2 + NCOL * i: 2 + NCOL * (i + 1)]
-                                                                          for i in range(4)):
+        for groups, warps, rows, stages, smem, pair_perm, split, sync, _ in (r[2 + NCOL * i: 2 + NCOL * (i + 1)]
+                                                                             for i in range(4)):
             assert (groups, warps, rows, split, sync) == (12, 1, 16, 2, 1) and smem <= 227 * 1024
     off = build_host_program(tmp_path_factory, "rows_rule_split_off", "#define KBIT_ROWS_SPLIT 0\n" + PROGRAM)
     assert [r[:2] for r in run(off, shapes)] == [(5, 64), (5, 64), (5, 63), (5, 32), (5, 32)]
@@ -196,10 +196,10 @@ def test_rows_sync_tiles(rule_exe, tmp_path_factory):
 
     def check(exe, on):
         got = run(exe, shapes)
-        assert [r[0] for r in got] == [2, 7 if on else 4, 7 if on else 4, 4, 3, 5, 4, 7 if on else 4, 4, 6, 2, 3, 4,
-                                       1], got
+        assert [r[0] for r in got] == [2, 7 if on else 4, 7 if on else 4, 4, 3, 5, 4, 7 if on else 4, 4, 6, 2, 3, 7,
+                                       1], got   # (32 rows: 8B down takes 7 for its pair fields either way)
         for (m, n, k, e, kb, forced), r in zip(shapes, got):
-            for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync) in zip(
+            for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync, _) in zip(
                     range(2, 6), (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4))):
                 two = on and bits != 5 and m <= 16 and r[0] in (3, 7)
                 assert sync == (2 if two else 1), (m, r[0], bits, sync)
@@ -209,3 +209,30 @@ def test_rows_sync_tiles(rule_exe, tmp_path_factory):
 
     check(rule_exe, True)
     check(build_host_program(tmp_path_factory, "rows_rule_sync_off", "#define KBIT_ROWS_SYNC 0\n" + PROGRAM), False)
+
+
+def test_rows_pair_fields(rule_exe, tmp_path_factory):
+    """Pair fields (RowsConfig kPairFields) at 32 activation rows and k = 3, 4
+    only, in configuration 2 and in 7 (4's shape where each of its 12 K-groups
+    has at least 8 K-tiles); never at M <= 16, at k = 2 or 5, nor in 3, 4, 5,
+    6. A KBIT_ROWS_FIELDS=0 build (the A/B switch) gives 7's shapes at 32 rows
+    back to 4, without them."""
+    shapes = [(32, *L8_GATEUP, 1, 4, 0), (32, *L8_DOWN, 1, 4, 0), (20, *L8_DOWN, 1, 3, 0), (32, *L8_DOWN, 1, 2, 0),
+              (32, *L8_DOWN, 1, 5, 0), (32, 4096, 2048, 1, 4, 0), (32, 4096, 6144, 1, 3, 0), (32, 4096, 6080, 1, 3, 0),
+              (32, *Q_GATEUP, 1, 4, 0), (32, *Q_DOWN, 1, 4, 0), (32, 1024, 4096, 1, 4, 0), (16, *L8_GATEUP, 1, 4, 0),
+              (16, *L8_DOWN, 1, 4, 0)]
+
+    def check(exe, on):
+        got = run(exe, shapes)
+        assert [r[0] for r in got] == [2, 7 if on else 4, 7 if on else 4, 4, 4, 4, 7 if on else 4, 4, 3, 5, 6, 2,
+                                       7], got
+        for (m, n, k, e, kb, forced), r in zip(shapes, got):
+            for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync, fields) in zip(
+                    range(2, 6), (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4))):
+                assert fields == int(on and m > 16 and bits in (3, 4) and r[0] in (2, 7)), (m, n, k, r[0], bits)
+                assert smem <= 227 * 1024
+                if r[0] == 7 and m > 16:
+                    assert (groups, warps, rows, stages, sync) == (12, 1, 32, 2, 1) and (k + 63) // 64 >= 12 * 8
+
+    check(rule_exe, True)
+    check(build_host_program(tmp_path_factory, "rows_rule_fields_off", "#define KBIT_ROWS_FIELDS 0\n" + PROGRAM), False)
