@@ -139,6 +139,13 @@ struct RowsConfig : DecodeConfig<kBits_, T_, kGroups_ * kGroupWarps_, kNT_, 2, 1
   static_assert(kGroups + 1 <= 16, "named barriers 1 .. kGroups");
 };
 
+// An int as a type: the argument that instances a generic lambda (the table
+// builder's replica set, the main loop's live tiles).
+template <int N>
+struct IntConst {
+  static constexpr int value = N;
+};
+
 // The row-owning kernel's index bytes with K by pairs at k = 3 and 4
 // (RowsConfig kPairFields; dequant_pairs below). A lane of parity
 // p = t % 2 builds index word w (w = 0, 1) from field 2p + w of every plane
@@ -202,10 +209,6 @@ static_assert(pair_fields_ok<3>() && pair_fields_ok<4>(), "pair_field: the index
 // compile-time constants (the set chosen by a warp-uniform branch). Store s of
 // unit u writes chunk (s + u) % 8 of its set, so that the eight units of a
 // quarter warp hit eight bank groups (as build_decode_lut).
-template <int N>
-struct IntConst {
-  static constexpr int value = N;
-};
 template <class Cfg>
 __device__ __forceinline__ void build_pair_field_lut(uint8_t* lut, const float* cb_s, float inv_max, int tid) {
   constexpr int kUnits = 256 * 2;
@@ -367,9 +370,7 @@ __device__ __forceinline__ void stage_mma_pair_perm(float (&acc)[Cfg::kNT][Cfg::
 
 // A number of live 16-row tiles as a type (the main loop's instances).
 template <int N>
-struct Tiles {
-  static constexpr int value = N;
-};
+using Tiles = IntConst<N>;
 
 // The tile of a CTA's rows that warp j of group g owns: j rotated by the
 // scheduler round (warp / 4) of the group's first warp, so that the tiles past
