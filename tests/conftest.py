@@ -19,14 +19,17 @@ requires_sm90 = pytest.mark.skipif(not torch.cuda.is_available() or torch.cuda.g
 def build_host_program(tmp_path_factory, name, source):
     """Compiles `source` (a host program over the ptx/ headers, for tests that run
     launch-plan code without a GPU) with nvcc for sm_80 and returns the
-    executable's path; skips the test where nvcc is missing."""
+    executable's path; skips the test where nvcc is missing. The program runs
+    no device code, so its device pass compiles nothing (#ifndef __CUDA_ARCH__
+    around all of it): ~3 s less of one core per build than the whole of the
+    headers through cicc. The families' builds compile the device code."""
     import shutil
     import subprocess
     nvcc = shutil.which("nvcc")
     if nvcc is None:
         pytest.skip("needs nvcc")
     d = tmp_path_factory.mktemp(name)
-    (d / f"{name}.cu").write_text(source)
+    (d / f"{name}.cu").write_text(f"#ifndef __CUDA_ARCH__\n{source}\n#endif\n")
     subprocess.run([nvcc, "-std=c++17", "-arch=sm_80", "--expt-relaxed-constexpr", f"-I{ROOT / 'ptx'}",
                     str(d / f"{name}.cu"), "-o", str(d / name)], check=True)
     return d / name
