@@ -44,7 +44,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 from typing import Optional
@@ -208,11 +210,37 @@ def build(family: str, capability) -> object:
             build_dir = Path(os.environ["KBIT_BUILD_DIR"]) / name
             build_dir.mkdir(parents=True, exist_ok=True)
             kwargs["build_directory"] = str(build_dir)
+        else:
+            build_dir = _default_build_dir(name)
+        # A first build is one nvcc process over the family's whole translation
+        # unit (the sm90 family: ~4.5 minutes on an H200 machine), so say so
+        # instead of stalling silently; a cached module loads in about a second.
+        fresh = build_dir is None or not (build_dir / f"{name}.so").exists()
+        if fresh:
+            _notice(f"kbit: compiling the {family} kernels for {tag} (first use of this source; "
+                    f"several minutes, one nvcc process) into {build_dir or 'torch_extensions'}")
+        t0 = time.perf_counter()
         module = load_inline(name=name, cpp_sources=[cpp_src], cuda_sources=[cuda_src],
                              extra_cuda_cflags=flags, extra_cflags=["-O2", "-std=c++17"],
                              verbose=os.environ.get("KBIT_VERBOSE_BUILD") == "1", **kwargs)
+        if fresh:
+            _notice(f"kbit: {family} kernels ready after {time.perf_counter() - t0:.0f} s (cached for later runs)")
         _modules[key] = module
         return module
+
+
+def _default_build_dir(name: str) -> Optional[Path]:
+    """The folder load_inline builds `name` in without a build_directory
+    (torch's extension cache); None where this torch does not say."""
+    try:
+        from torch.utils.cpp_extension import _get_build_directory
+        return Path(_get_build_directory(name, False))
+    except Exception:
+        return None
+
+
+def _notice(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
 
 
 def _module_for(device: torch.device):

@@ -206,3 +206,27 @@ def test_tuning_defines(monkeypatch):
         monkeypatch.setenv("KBIT_DEFINES", bad)
         with pytest.raises(ValueError, match="KBIT_DEFINES"):
             S.assemble_source("sm90")
+
+
+def test_build_says_when_it_compiles(monkeypatch, tmp_path, capsys):
+    """A first build (minutes of nvcc) says so on stderr before it starts and
+    when it ends; a module already in the build folder loads without a word.
+    (load_inline is replaced: nothing is compiled here.)"""
+    import torch.utils.cpp_extension as cpp
+    built = []
+
+    def fake_load_inline(name, build_directory=None, **kw):
+        built.append(name)
+        (tmp_path / name / f"{name}.so").write_bytes(b"")   # what a real build leaves
+        return object()
+
+    monkeypatch.setattr(cpp, "load_inline", fake_load_inline)
+    monkeypatch.setenv("KBIT_BUILD_DIR", str(tmp_path))
+    monkeypatch.setattr(S, "_modules", {})
+    S.build("sm90", (9, 0))
+    err = capsys.readouterr().err
+    assert "kbit: compiling the sm90 kernels for 90a" in err and str(tmp_path / built[0]) in err
+    assert "sm90 kernels ready after" in err
+    monkeypatch.setattr(S, "_modules", {})   # a new process: the module is on disk
+    S.build("sm90", (9, 0))
+    assert capsys.readouterr().err == "" and len(built) == 2
