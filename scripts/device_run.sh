@@ -35,7 +35,13 @@ PY
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
 if has build; then
   t0=$(date +%s)
+  # With an ab step, build/old's module builds beside this tree's (one nvcc process each), so the
+  # A/B call waits for one build, not two.
+  if has ab && [ -f build/old/submission.py ]; then
+    (cd build/old && KBIT_BUILD_DIR=/tmp/kbit_build_old python3 -c "import torch, submission as S; print('built old family', S._module_for(torch.device('cuda'))[1])") > "$OUT/build_old.txt" 2>&1 &
+  fi
   python3 -c "import torch, submission as S, reference as R; d=R.generate_input(m=1,n=64,k=64,bits=4,dtype='float16',device='cuda'); S.custom_kernel(d); print('built family', S._module_for(torch.device('cuda'))[1])" 2>&1 | tail -3
+  wait; [ -f "$OUT/build_old.txt" ] && tail -1 "$OUT/build_old.txt"
   echo "build: $(( $(date +%s) - t0 )) s"
 fi
 if has tests; then
