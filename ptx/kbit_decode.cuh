@@ -916,17 +916,6 @@ struct DecodeSplit {
 // published (warp_marks in the kernel); and where the warp's CTA came last
 // on a tile split between CTAs, when its count returned (the ring form of
 // the completion: and its first batch of slots had landed).
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-// The SM clock once `v` has arrived (the asm reads it: the issue waits for it).
-__device__ __forceinline__ long long clock_after(uint32_t v) {
-  long long t;
-  asm volatile("{\n .reg .b32 z;\n mov.b32 z, %1;\n mov.u64 %0, %%clock64;\n}\n" : "=l"(t) : "r"(v));
-  return t;
-}
 struct DecodeTimeline {
   static constexpr int kWords = 16;
   unsigned long long g0;
@@ -936,7 +925,7 @@ struct DecodeTimeline {
     const long long c_end = clock64();
     if (size_t(blockIdx.x + 1) * kWords * 8 > c_bytes) return;
     unsigned long long* w = static_cast<unsigned long long*>(c) + kWords * blockIdx.x;
-    const long long v[] = {(long long)g0, (long long)global_ns(), c_cbval - c0, c_wval - c0, c_offval - c0,
+    const long long v[] = {(long long)g0, (long long)ptx::globaltimer_ns(), c_cbval - c0, c_wval - c0, c_offval - c0,
                            c_cb - c0, c_lut - c0, loop_end[0], loop_end[1], c_end - c0,
                            c_par - c0, c_split - c0, c_pro - c0, c_act - c0, c_ends - c0};
     for (int i = 0; i < kWords - 1; ++i) w[i] = v[i];
@@ -1409,7 +1398,7 @@ kbit_decode_kernel(const DecodeParams p) {
   int tl_fin[3] = {-1, -1, -1};
   if constexpr (kTimeline) {
     tl.c0 = clock64();
-    tl.g0 = global_ns();
+    tl.g0 = ptx::globaltimer_ns();
     if (tid == 0) loop_end[0] = 0x7fffffff, loop_end[1] = 0;
 #if KBIT_DECODE_PROBE & 256
     if (lane == 0) decode_tl_last[warp] = -1;
@@ -1435,7 +1424,7 @@ kbit_decode_kernel(const DecodeParams p) {
     dense_off0 = __ldg(p.offsets);
     dense_off1 = __ldg(p.offsets + 1);
   }
-  if (kTimeline && tid == 0) tl.c_par = clock_after(uint32_t(p.E));   // a kernel parameter has arrived
+  if (kTimeline && tid == 0) tl.c_par = ptx::clock64_after(uint32_t(p.E));   // a kernel parameter has arrived
 
   // ---- where this warp's units are -------------------------------------------
   // Dense layers (E = 1) locate slots without the offsets, so the first copies
@@ -1468,7 +1457,7 @@ kbit_decode_kernel(const DecodeParams p) {
       if (kTimeline) tl.c_cbval = clock64();
       slots_s = slots;
       split_s.init_device(k_tiles, tiles_if_fit(slots), gridDim.x, blockIdx.x, kDecodeMinUnits);
-      if (kTimeline) tl.c_wval = clock_after(uint32_t(split_s.ce));
+      if (kTimeline) tl.c_wval = ptx::clock64_after(uint32_t(split_s.ce));
     });
     if (offsets_ok) {
       S = slots_s;
@@ -1483,7 +1472,7 @@ kbit_decode_kernel(const DecodeParams p) {
   const FastDiv& by_k_tiles = p.k_tiles_div;
   const int u_begin = split.begin(warp), u_end = split.begin(warp + 1);
   const bool active = u_end > u_begin;
-  if (kTimeline && tid == 0) tl.c_split = clock_after(uint32_t(u_end));
+  if (kTimeline && tid == 0) tl.c_split = ptx::clock64_after(uint32_t(u_end));
 
   auto locate = [&](int tile) -> TilePos {
     if (!dense) return locate_tile<Cfg>(tile, S, slot_start, p.offsets, p.E);
@@ -1620,12 +1609,12 @@ kbit_decode_kernel(const DecodeParams p) {
   if (kTimeline && tid == 0) {
     tl.c_ends = clock64();
     if (dense) {
-      tl.c_cbval = clock_after(tl_cb);
-      tl.c_offval = clock_after(uint32_t(dense_off0 + dense_off1));
+      tl.c_cbval = ptx::clock64_after(tl_cb);
+      tl.c_offval = ptx::clock64_after(uint32_t(dense_off0 + dense_off1));
     }
     // 512: also wait for a weight word of the first copy (delays the barrier).
     if ((KBIT_DECODE_PROBE & 512) && active) tl_w = __ldg(reinterpret_cast<const uint32_t*>(cur.w_src));
-    if (KBIT_DECODE_PROBE & 512) tl.c_wval = clock_after(tl_w);
+    if (KBIT_DECODE_PROBE & 512) tl.c_wval = ptx::clock64_after(tl_w);
     else if (dense) tl.c_wval = tl.c0;
   }
   if (dense)
@@ -1730,7 +1719,7 @@ kbit_decode_kernel(const DecodeParams p) {
     if (++kt < k_tiles && left > 1) continue;
 
     // ---- tile finished (or this warp's share of it) ---------------------------
-    if constexpr (kTimeline) tl_fin[0] = tl_fin[1] = int(clock_after(__float_as_uint(acc[0][0])) - tl.c0);
+    if constexpr (kTimeline) tl_fin[0] = tl_fin[1] = int(ptx::clock64_after(__float_as_uint(acc[0][0])) - tl.c0);
     const int4& e = ends_s[warp][ends_s[warp][0].x == pos.tile ? 0 : 1];
     bool store = true;   // this warp holds the tile's sum: it writes C
     // A tile between the warp's first and last is all the warp's.

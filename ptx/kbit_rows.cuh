@@ -303,34 +303,35 @@ __device__ __forceinline__ void dequant_pairs(uint32_t (&f)[4][4], const uint32_
         f[s][2 * w] = lookup_byte(lut + 128u * w, xa[w], lane_word, lut_sel(s));
         f[s][2 * w + 1] = lookup_byte(lut + 128u * w, xb[w], lane_word, lut_sel(s));
       }
-    return;
-  }
+  } else {   // (an else, not a return: cicc flags the loop after a return as unreachable)
 #pragma unroll
-  for (int w = 0; w < 2; ++w) {
-    const IndexConsts<Cfg>& ic = icw.w[w];
-    if constexpr (Cfg::kBits == 2) {
-      const uint32_t q = row_pair_index_word<Cfg>(pa, pb, ic);
+    for (int w = 0; w < 2; ++w) {
+      const IndexConsts<Cfg>& ic = icw.w[w];
+      if constexpr (Cfg::kBits == 2) {
+        const uint32_t q = row_pair_index_word<Cfg>(pa, pb, ic);
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        const uint2 v = lookup_row_pair(lut, q, lane_word, lut_sel(s));
-        f[s][2 * w] = v.x;
-        f[s][2 * w + 1] = v.y;
-      }
-    } else if constexpr (Cfg::kBits == 5) {
-      Index10 xa, xb;
-      index10_words<Cfg>(pa, pb, ic, xa, xb);
+        for (int s = 0; s < 4; ++s) {
+          const uint2 v = lookup_row_pair(lut, q, lane_word, lut_sel(s));
+          f[s][2 * w] = v.x;
+          f[s][2 * w + 1] = v.y;
+        }
+      } else if constexpr (Cfg::kBits == 5) {
+        Index10 xa, xb;
+        index10_words<Cfg>(pa, pb, ic, xa, xb);
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        f[s][2 * w] = lookup_index10(lut, index10_of(xa, s), lane_word);
-        f[s][2 * w + 1] = lookup_index10(lut, index10_of(xb, s), lane_word);
-      }
-    } else {
-      constexpr uint32_t kClean = Cfg::kBits == 4 ? 0xFFFFFFFFu : 0x3F3F3F3Fu;
-      const uint32_t xa = index_word<Cfg, Cfg::kBits>(pa, ic) & kClean, xb = index_word<Cfg, Cfg::kBits>(pb, ic) & kClean;
+        for (int s = 0; s < 4; ++s) {
+          f[s][2 * w] = lookup_index10(lut, index10_of(xa, s), lane_word);
+          f[s][2 * w + 1] = lookup_index10(lut, index10_of(xb, s), lane_word);
+        }
+      } else {
+        constexpr uint32_t kClean = Cfg::kBits == 4 ? 0xFFFFFFFFu : 0x3F3F3F3Fu;
+        const uint32_t xa = index_word<Cfg, Cfg::kBits>(pa, ic) & kClean;
+        const uint32_t xb = index_word<Cfg, Cfg::kBits>(pb, ic) & kClean;
 #pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        f[s][2 * w] = lookup_byte(lut, xa, lane_word, lut_sel(s));
-        f[s][2 * w + 1] = lookup_byte(lut, xb, lane_word, lut_sel(s));
+        for (int s = 0; s < 4; ++s) {
+          f[s][2 * w] = lookup_byte(lut, xa, lane_word, lut_sel(s));
+          f[s][2 * w + 1] = lookup_byte(lut, xb, lane_word, lut_sel(s));
+        }
       }
     }
   }

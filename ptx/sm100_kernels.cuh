@@ -297,10 +297,8 @@ kbit_gemm_tc_kernel(const KbitParams p) {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const uint32_t ch = 4 * blk + i;
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(w_s + sw128_offset(r0, ch) + 4 * t),
-                       "r"(Elem<T>::mul2(va[i], sa)));
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(w_s + sw128_offset(r0 + 8, ch) + 4 * t),
-                       "r"(Elem<T>::mul2(vb[i], sbv)));
+          ptx::st_shared_b32(w_s + sw128_offset(r0, ch) + 4 * t, Elem<T>::mul2(va[i], sa));
+          ptx::st_shared_b32(w_s + sw128_offset(r0 + 8, ch) + 4 * t, Elem<T>::mul2(vb[i], sbv));
         }
       }
     }

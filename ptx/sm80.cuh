@@ -295,6 +295,28 @@ __device__ __forceinline__ uint4 ld_shared_v4_u32(uint32_t addr) {
   return v;
 }
 
+// One word by shared-window address (volatile, no memory clobber): the
+// writer orders it with its own fence or barrier (the sm100 kernel's tile
+// stores, then fence.proxy.async and a CTA barrier before the MMA reads them).
+__device__ __forceinline__ void st_shared_b32(uint32_t addr, uint32_t v) {
+  asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v));
+}
+
+// ---- timers (the decode kernel's timeline probe) ------------------------------
+// The global nanosecond timer (%globaltimer: comparable across SMs).
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
+// The SM clock once `v` has arrived: the asm reads v, so it issues only after
+// the instruction that produces v has completed.
+__device__ __forceinline__ long long clock64_after(uint32_t v) {
+  long long t;
+  asm volatile("{\n .reg .b32 z;\n mov.b32 z, %1;\n mov.u64 %0, %%clock64;\n}\n" : "=l"(t) : "r"(v));
+  return t;
+}
+
 // A value the compiler cannot see through (a register move it may not fold):
 // keeps address arithmetic of a rare path from being hoisted into the hot loop.
 template <typename P>
