@@ -153,6 +153,7 @@ def check(runs, out):
     out("| issue | target | case | worst run | best run | holds |" + (" at the plain read |" if read else ""))
     out("|---|---|---|---:|---:|---|" + ("---:|" if read else ""))
     verdicts = []
+    by_issue: dict = {}
 
     def meets(v, bound, sense):
         return v >= bound if sense == "min" else v <= bound
@@ -170,6 +171,7 @@ def check(runs, out):
         if holds == "no" and ceil_vals and not any(reachable(v, bound, sense) for v in ceil_vals):
             holds = "no, beyond the plain read"
         verdicts.append(holds)
+        by_issue.setdefault(issue, []).append(holds)
         cell = ""
         if read:
             ceil_best = (max(ceil_vals) if sense == "min" else min(ceil_vals)) if ceil_vals else None
@@ -185,6 +187,8 @@ def check(runs, out):
             vals = [f(r[a], r[b]) for r in runs if a in r and b in r]
             row(issue, text, f"{a} / {b}", vals, bound, sense)
     out("")
+    out("; ".join(f"issue {i}: {v.count('yes')} hold in every run, {v.count('in some runs')} in some, "
+                  f"{len(v) - v.count('yes') - v.count('in some runs')} in none" for i, v in sorted(by_issue.items())))
     beyond = verdicts.count("no, beyond the plain read")
     out(f"{verdicts.count('yes')} of {len(verdicts)} target rows hold in every run, "
         f"{verdicts.count('in some runs')} in some, {verdicts.count('no') + beyond} in none"

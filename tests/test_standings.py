@@ -50,6 +50,8 @@ def test_targets_per_run(tmp_path):
     assert [line for line in lines if "M = 64, k = 4: ≥ 2×" in line][0].endswith("| 1.95 | 2.10 | in some runs |")
     assert not any("failed_case" in line for line in lines)
     assert lines[-1] == "2 of 4 target rows hold in every run, 2 in some, 0 in none."
+    assert lines[-2] == ("issue 3: 0 hold in every run, 1 in some, 0 in none; "
+                         "issue 4: 2 hold in every run, 1 in some, 0 in none")
 
 
 def test_committed_runs():
