@@ -17,6 +17,10 @@ Environment
                                       per call); without it, offsets that are not a
                                       partition of the rows make the kernel write NaN
     KBIT_VERBOSE_BUILD=1              show the compiler's output
+    KBIT_NVCC_SPLIT=N                 build with nvcc --split-compile=N (N threads for
+                                      the device optimiser; 0: one per CPU). Off by
+                                      default: it changes the PTX of most kernels
+                                      (docs/results.md v60), so it waits for an A/B
     KBIT_DECODE_CFG=W,NT,STAGES[,P]   tuning experiments: warps per CTA, 16-row tiles
                                       per warp (then at every shape) and ring depth of
                                       the decode kernel (0 = the shape rule's, by shape:
@@ -201,7 +205,7 @@ def build(family: str, capability) -> object:
         from torch.utils.cpp_extension import load_inline
         cuda_src = assemble_source(family)
         cpp_src = assemble_bindings()
-        flags = NVCC_FLAGS + [gencode(tag)]
+        flags = NVCC_FLAGS + [gencode(tag)] + _split_compile_flags()
         digest = hashlib.sha256("\n".join([cuda_src, cpp_src, " ".join(flags),
                                            torch.__version__]).encode()).hexdigest()[:16]
         name = f"kbit_{family}_{tag}_{digest}"
@@ -227,6 +231,16 @@ def build(family: str, capability) -> object:
             _notice(f"kbit: {family} kernels ready after {time.perf_counter() - t0:.0f} s (cached for later runs)")
         _modules[key] = module
         return module
+
+
+def _split_compile_flags() -> list:
+    """KBIT_NVCC_SPLIT=N: nvcc --split-compile=N (a build-time experiment; the
+    flag is part of the cache key like every other)."""
+    v = os.environ.get("KBIT_NVCC_SPLIT")
+    if not v:
+        return []
+    _need(v.isdigit(), f"KBIT_NVCC_SPLIT={v!r}; expected a thread count (0: one per CPU)")
+    return [f"--split-compile={int(v)}"]
 
 
 def _default_build_dir(name: str) -> Optional[Path]:

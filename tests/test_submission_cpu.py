@@ -230,3 +230,33 @@ def test_build_says_when_it_compiles(monkeypatch, tmp_path, capsys):
     monkeypatch.setattr(S, "_modules", {})   # a new process: the module is on disk
     S.build("sm90", (9, 0))
     assert capsys.readouterr().err == "" and len(built) == 2
+
+
+def test_split_compile_switch(monkeypatch, tmp_path):
+    """KBIT_NVCC_SPLIT=N adds nvcc --split-compile=N to the build (and so to its
+    cache key); unset, the flags are the module's; a value that is not a count
+    is a ValueError before anything builds."""
+    import torch.utils.cpp_extension as cpp
+    seen = []
+
+    def fake_load_inline(name, extra_cuda_cflags=(), **kw):
+        seen.append((name, list(extra_cuda_cflags)))
+        return object()
+
+    monkeypatch.setattr(cpp, "load_inline", fake_load_inline)
+    monkeypatch.setenv("KBIT_BUILD_DIR", str(tmp_path))
+    for value in (None, "4"):
+        if value is None:
+            monkeypatch.delenv("KBIT_NVCC_SPLIT", raising=False)
+        else:
+            monkeypatch.setenv("KBIT_NVCC_SPLIT", value)
+        monkeypatch.setattr(S, "_modules", {})
+        S.build("sm90", (9, 0))
+    (name0, flags0), (name1, flags1) = seen
+    assert not any(f.startswith("--split-compile") for f in flags0)
+    assert flags1 == flags0 + ["--split-compile=4"] and name0 != name1
+    monkeypatch.setenv("KBIT_NVCC_SPLIT", "many")
+    monkeypatch.setattr(S, "_modules", {})
+    with pytest.raises(ValueError, match="KBIT_NVCC_SPLIT"):
+        S.build("sm90", (9, 0))
+    assert len(seen) == 2
