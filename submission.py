@@ -217,7 +217,7 @@ def build(family: str, capability) -> object:
         else:
             build_dir = _default_build_dir(name)
         # A first build is one nvcc process over the family's whole translation
-        # unit (the sm90 family: ~4.5 minutes on an H200 machine), so say so
+        # unit (the sm90 family: ~290 s on an H200 machine, docs/results.md v60), so say so
         # instead of stalling silently; a cached module loads in about a second.
         fresh = build_dir is None or not (build_dir / f"{name}.so").exists()
         if fresh:
