@@ -13,9 +13,10 @@ tests.
 To keep CI under 10 minutes on 2 cores, the families build for the targets
 SPEC §2 names (sm_80, sm_90a, sm_100a; `eval/run.py --mode compile` builds
 sm_103a as well), a family's object build compiles its host code at -O0
-(HOST_FLAGS), tc_bench builds once, with its phase hooks (-DTC_PHASES: the
-same kernels plus the hooks) and only to unoptimised PTX, and the wrapper tests' kernels
-build without torch's headers."""
+(HOST_FLAGS) and writes no line tables (LINEINFO), the tools build through
+unoptimised PTX and without host code generation (tc_bench once, with its
+phase hooks, -DTC_PHASES: the same kernels plus the hooks), and the wrapper
+tests' kernels build without torch's headers."""
 import os
 import shutil
 import subprocess
@@ -39,7 +40,7 @@ WRAPPER_ARCHES = [("sm80", "sm_80"), ("sm90", "sm_90a")]
 # Seconds of one core each build took on a 2-core machine (v50; tc_bench v56): the pool
 # starts the longest first, so the last to finish are short ones.
 _COST = {("family", "sm90", "90a"): 360, ("family", "sm100", "100a"): 150, ("family", "sm80", "80"): 145,
-         ("tool", "tc_bench -DTC_PHASES"): 25, ("tool", "nvfp4_bench"): 13, ("tool", "wgmma_overlap"): 11}
+         ("tool", "tc_bench -DTC_PHASES"): 32, ("tool", "nvfp4_bench"): 5}
 
 
 # The families' object builds: host code at -O0 (g++ takes the last -O). The
@@ -49,25 +50,34 @@ _COST = {("family", "sm90", "90a"): 360, ("family", "sm100", "100a"): 150, ("fam
 # build, against 387 s at -O3 alone; its device code alone took 322 s (v55,
 # 2 cores). Its registers, spills, stack and shared memory were the same.
 HOST_FLAGS = ["-Xcompiler", "-O0"]
-PTX_ONLY_TOOLS = {"tc_bench"}   # front end only (host and device C++), no ptxas or host code generation
+# Nor do they write line tables (-lineinfo): the sm80 family's 121 kernels had
+# the same registers, spills, stack and shared memory without them, and its
+# ptxas took 46 s instead of 50 (v61, 2 cores).
+LINEINFO = False
+
+
+# Tools built to unoptimised PTX only: ptxas (CUDA 13.0) crashes on tc_bench's
+# unoptimised PTX (segmentation fault, at -O0 and -O3 alike).
+PTX_ONLY_TOOLS = {"tc_bench"}
 
 
 def _tool_build(tool: str):
-    """nvcc of scripts/<tool>.cu (with its -D flags) into a temporary folder:
-    (returncode, stderr). PTX_ONLY_TOOLS stop at unoptimised PTX (cicc -O0):
-    the front end checks all of the file's C++ (host code included) and every
-    inline-asm operand reaches the PTX, while the kernels' instructions are the
-    families' wrappers, which the family builds optimise and put through ptxas.
-    tc_bench (-DTC_PHASES, 2-core machine, v56): 25 s of one core, against 101 s
-    with cicc's optimiser."""
+    """nvcc of scripts/<tool>.cu (with its -D flags) through unoptimised PTX
+    (cicc -O0) to a cubin for sm_90a, or to the PTX for PTX_ONLY_TOOLS, in a
+    temporary folder: (returncode, stderr). The front end checks all of the
+    file's C++ (host code included: a planted host error fails it), every
+    inline-asm operand reaches the PTX and ptxas assembles it; left out are
+    cicc's optimiser and the host code's code generation, the two costs of a
+    tool's build (the kernels' instructions are the families' wrappers, which
+    the family builds optimise). 2-core machine (v61), one core each: the
+    eight tools 88 s with both, 49 s without (tc_bench -DTC_PHASES 32 s of it)."""
     name, *defines = tool.split()
-    wgmma = name in ("tc_bench", "wgmma_rate", "wgmma_overlap")
-    arch = ["-gencode", "arch=compute_90a,code=sm_90a"] if wgmma else ["-arch=sm_90a"]
-    ptx = ["--ptx", "-Xcicc", "-O0"] if name in PTX_ONLY_TOOLS else []
+    out = ["--ptx"] if name in PTX_ONLY_TOOLS else ["-cubin"]
     with tempfile.TemporaryDirectory() as tmp:
-        proc = subprocess.run(["nvcc", *ptx, "-O1", "-std=c++17", *arch, *defines, "--expt-relaxed-constexpr",
+        proc = subprocess.run(["nvcc", *out, "-Xcicc", "-O0", "-std=c++17",
+                               "-gencode", "arch=compute_90a,code=sm_90a", *defines, "--expt-relaxed-constexpr",
                                f"-I{ROOT / 'ptx'}", f"-I{ROOT / 'scripts'}",
-                               "-o", str(Path(tmp) / name), str(ROOT / "scripts" / f"{name}.cu")],
+                               "-o", str(Path(tmp) / "tool.out"), str(ROOT / "scripts" / f"{name}.cu")],
                               capture_output=True, text=True)
     return proc.returncode, proc.stderr
 
@@ -106,7 +116,7 @@ def _keys_of(item) -> list:
 def _run_build(key):
     if key[0] == "family":
         (job,) = [j for j in run.compile_jobs([key[1]]) if j[1] == key[2]]
-        return run.compile_job(job, HOST_FLAGS if job[2] else None)
+        return run.compile_job(job, HOST_FLAGS if job[2] else None, lineinfo=LINEINFO)
     if key[0] == "tool":
         return _tool_build(key[1])
     return _wrapper_build(key[1], dict(WRAPPER_ARCHES)[key[1]])

@@ -110,6 +110,15 @@ def rule_exe(tmp_path_factory):
     return build_host_program(tmp_path_factory, "rows_rule", PROGRAM)
 
 
+@pytest.fixture(scope="module")
+def sync_fields_off_exe(tmp_path_factory):
+    """The rule built with KBIT_ROWS_SYNC=0 and KBIT_ROWS_FIELDS=0 (the A/B
+    switches of two K-tiles per group barrier, M <= 16, and of pair fields,
+    M > 16: one build serves both tests)."""
+    return build_host_program(tmp_path_factory, "rows_rule_sync_fields_off",
+                              "#define KBIT_ROWS_SYNC 0\n#define KBIT_ROWS_FIELDS 0\n" + PROGRAM)
+
+
 def run(exe, shapes):
     out = subprocess.run([str(exe)], input="".join(" ".join(map(str, s)) + "\n" for s in shapes),
                          capture_output=True, text=True, check=True).stdout.split("\n")
@@ -183,12 +192,13 @@ def test_rows_split_configuration(rule_exe, tmp_path_factory):
     assert [r[:2] for r in run(off, shapes)] == [(5, 64), (5, 64), (5, 63), (5, 32), (5, 32)]
 
 
-def test_rows_sync_tiles(rule_exe, tmp_path_factory):
+def test_rows_sync_tiles(rule_exe, sync_fields_off_exe):
     """Two K-tiles per pass of the group barrier (RowsConfig kSyncTiles, 4
     stages) at M <= 16 and k = 2..4 in configuration 3, and in 7: 4's shape
     where each of its 12 K-groups has at least 8 K-tiles. One (3 stages at
     M <= 16, 2 above) everywhere else, and everywhere in a KBIT_ROWS_SYNC=0
-    build (the A/B switch), where 7's shapes take 4."""
+    build (the A/B switch), where 7's shapes at M <= 16 take 4 (that build
+    has KBIT_ROWS_FIELDS=0 too: at 32 rows 7's shapes take 4 as well)."""
     shapes = [(16, *L8_GATEUP, 1, 4, 0), (16, *L8_DOWN, 1, 4, 0), (16, *L8_DOWN, 1, 3, 0), (16, *L8_DOWN, 1, 5, 0),
               (16, *Q_GATEUP, 1, 2, 0), (16, *Q_KV, 1, 4, 0), (16, 4096, 2048, 1, 4, 0), (16, 4096, 6144, 1, 4, 0),
               (16, 4096, 6080, 1, 4, 0), (16, 1024, 4096, 1, 4, 0), (32, *L8_GATEUP, 1, 4, 0),
@@ -196,8 +206,8 @@ def test_rows_sync_tiles(rule_exe, tmp_path_factory):
 
     def check(exe, on):
         got = run(exe, shapes)
-        assert [r[0] for r in got] == [2, 7 if on else 4, 7 if on else 4, 4, 3, 5, 4, 7 if on else 4, 4, 6, 2, 3, 7,
-                                       1], got   # (32 rows: 8B down takes 7 for its pair fields either way)
+        assert [r[0] for r in got] == [2, 7 if on else 4, 7 if on else 4, 4, 3, 5, 4, 7 if on else 4, 4, 6, 2, 3,
+                                       7 if on else 4, 1], got   # (32 rows: 8B down takes 7 for its pair fields)
         for (m, n, k, e, kb, forced), r in zip(shapes, got):
             for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync, _) in zip(
                     range(2, 6), (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4))):
@@ -208,15 +218,16 @@ def test_rows_sync_tiles(rule_exe, tmp_path_factory):
                     assert (groups, warps, rows) == (12, 1, 32) and (k + 63) // 64 >= 12 * 8
 
     check(rule_exe, True)
-    check(build_host_program(tmp_path_factory, "rows_rule_sync_off", "#define KBIT_ROWS_SYNC 0\n" + PROGRAM), False)
+    check(sync_fields_off_exe, False)
 
 
-def test_rows_pair_fields(rule_exe, tmp_path_factory):
+def test_rows_pair_fields(rule_exe, sync_fields_off_exe):
     """Pair fields (RowsConfig kPairFields) at 32 activation rows and k = 3, 4
     only, in configuration 2 and in 7 (4's shape where each of its 12 K-groups
     has at least 8 K-tiles); never at M <= 16, at k = 2 or 5, nor in 3, 4, 5,
     6. A KBIT_ROWS_FIELDS=0 build (the A/B switch) gives 7's shapes at 32 rows
-    back to 4, without them."""
+    back to 4, without them (that build has KBIT_ROWS_SYNC=0 too: at 16 rows
+    7's shapes take 4 as well)."""
     shapes = [(32, *L8_GATEUP, 1, 4, 0), (32, *L8_DOWN, 1, 4, 0), (20, *L8_DOWN, 1, 3, 0), (32, *L8_DOWN, 1, 2, 0),
               (32, *L8_DOWN, 1, 5, 0), (32, 4096, 2048, 1, 4, 0), (32, 4096, 6144, 1, 3, 0), (32, 4096, 6080, 1, 3, 0),
               (32, *Q_GATEUP, 1, 4, 0), (32, *Q_DOWN, 1, 4, 0), (32, 1024, 4096, 1, 4, 0), (16, *L8_GATEUP, 1, 4, 0),
@@ -225,7 +236,7 @@ def test_rows_pair_fields(rule_exe, tmp_path_factory):
     def check(exe, on):
         got = run(exe, shapes)
         assert [r[0] for r in got] == [2, 7 if on else 4, 7 if on else 4, 4, 4, 4, 7 if on else 4, 4, 3, 5, 6, 2,
-                                       7], got
+                                       7 if on else 4], got   # (16 rows: 8B down takes 7 for two K-tiles per pass)
         for (m, n, k, e, kb, forced), r in zip(shapes, got):
             for bits, (groups, warps, rows, stages, smem, pair_perm, split, sync, fields) in zip(
                     range(2, 6), (r[2 + NCOL * i: 2 + NCOL * (i + 1)] for i in range(4))):
@@ -235,4 +246,4 @@ def test_rows_pair_fields(rule_exe, tmp_path_factory):
                     assert (groups, warps, rows, stages, sync) == (12, 1, 32, 2, 1) and (k + 63) // 64 >= 12 * 8
 
     check(rule_exe, True)
-    check(build_host_program(tmp_path_factory, "rows_rule_fields_off", "#define KBIT_ROWS_FIELDS 0\n" + PROGRAM), False)
+    check(sync_fields_off_exe, False)
