@@ -17,6 +17,9 @@ Environment
                                       per call); without it, offsets that are not a
                                       partition of the rows make the kernel write NaN
     KBIT_VERBOSE_BUILD=1              show the compiler's output
+    KBIT_DTYPES=fp16|bf16             build the kbit kernels of one activation dtype
+                                      only: about half the first build's time; a kbit
+                                      call in the other dtype raises ValueError
     KBIT_NVCC_SPLIT=N                 build with nvcc --split-compile=N (N threads for
                                       the device optimiser; 0: one per CPU). Off by
                                       default: it changes the PTX of most kernels
@@ -111,6 +114,19 @@ def _expand(name: str, seen: set) -> str:
     return "\n".join(out) + "\n"
 
 
+# KBIT_DTYPES (ptx/common.cuh): the activation dtypes a build has kernels for,
+# as a bit mask (fp16 1, bf16 2).
+_DTYPES_KNOB = {"fp16": 1, "bf16": 2, "both": 3}
+_DTYPE_BIT = {torch.float16: 1, torch.bfloat16: 2}
+
+
+def built_dtypes_mask(source: str) -> int:
+    """The KBIT_DTYPES mask a translation unit of assemble_source was built
+    with (its #define, else both)."""
+    m = re.search(r"^#define KBIT_DTYPES (\d+)$", source, re.M)
+    return int(m.group(1)) if m else 3
+
+
 def _knob_defines() -> str:
     """Compile-time knobs from the environment, as #defines ahead of the ptx/
     files (which hold their #ifndef defaults), for A/B builds:
@@ -129,6 +145,10 @@ def _knob_defines() -> str:
         knobs.update(KBIT_DECODE_WARPS=w, KBIT_DECODE_NT=nt, KBIT_DECODE_STAGES=st)
         if probe:
             knobs["KBIT_DECODE_PROBE"] = probe[0]
+    dtypes = os.environ.get("KBIT_DTYPES")
+    if dtypes:
+        _need(dtypes in _DTYPES_KNOB, f"KBIT_DTYPES={dtypes!r}; expected fp16, bf16 or both")
+        knobs["KBIT_DTYPES"] = _DTYPES_KNOB[dtypes]
     spec = os.environ.get("KBIT_DEFINES")
     for item in spec.split(",") if spec else ():
         name, _, value = (x.strip() for x in item.partition("="))
@@ -229,6 +249,7 @@ def build(family: str, capability) -> object:
                              verbose=os.environ.get("KBIT_VERBOSE_BUILD") == "1", **kwargs)
         if fresh:
             _notice(f"kbit: {family} kernels ready after {time.perf_counter() - t0:.0f} s (cached for later runs)")
+        module.kbit_dtypes_mask = built_dtypes_mask(cuda_src)   # (the self-check's inputs)
         _modules[key] = module
         return module
 
@@ -413,18 +434,29 @@ def portable_nvfp4(data) -> torch.Tensor:
 _tc_state: dict = {}      # (problem, device index) -> bool: tcgen05 path verified
 
 
-def _selfcheck_inputs(problem: str, device):
+def _selfcheck_inputs(problem: str, device, dtypes_mask: int = 3):
+    """Small inputs for the self-check; kbit: those of the dtypes the module has
+    kernels for (KBIT_DTYPES)."""
     if problem == "kbit_gemm":
-        return [R.generate_input("kbit_gemm", m=m, n=n, k=k, bits=bits, dtype=dt, experts=e,
-                                 seed=7, device=device)
-                for m, n, k, bits, dt, e in ((16, 136, 192, 4, "float16", 1),
-                                             (130, 264, 256, 3, "bfloat16", 1),
-                                             (40, 128, 128, 5, "float16", 3))]
+        cases = ((16, 136, 192, 4, "float16", 1), (130, 264, 256, 3, "bfloat16", 1), (40, 128, 128, 5, "float16", 3),
+                 (40, 128, 128, 5, "bfloat16", 3))
+        return [R.generate_input("kbit_gemm", m=m, n=n, k=k, bits=bits, dtype=dt, experts=e, seed=7, device=device)
+                for m, n, k, bits, dt, e in cases if _DTYPE_BIT[getattr(torch, dt)] & dtypes_mask]
     return [R.generate_input("nvfp4_gemv", m=256, k=512, l=2, seed=7, device=device)]
+
+
+def _need_dtype_built(module, dtype) -> None:
+    """A module built with KBIT_DTYPES=fp16|bf16 has no kernels of the other
+    dtype: a clear ValueError before the binding is called."""
+    _need(_DTYPE_BIT.get(dtype, 0) & getattr(module, "kbit_dtypes_mask", 3) != 0,
+          f"kbit: this module was built without {dtype} kernels (KBIT_DTYPES="
+          f"{ {1: 'fp16', 2: 'bf16'}.get(getattr(module, 'kbit_dtypes_mask', 3), 'both')}); "
+          f"unset KBIT_DTYPES or set it to both for a module of both dtypes")
 
 
 def _run_path(module, problem: str, data, path: int):
     if problem == "kbit_gemm":
+        _need_dtype_built(module, data.a.dtype)
         bad = module.kbit_gemm(data.a, data.b_packed, data.b_absmax, data.codebook, data.offsets,
                                data.c, path)
         if bad:
@@ -445,7 +477,7 @@ def tc_path_ok(module, problem: str, device: torch.device) -> bool:
         return _tc_state[key]
     ok, why = True, ""
     try:
-        for data in _selfcheck_inputs(problem, device):
+        for data in _selfcheck_inputs(problem, device, getattr(module, "kbit_dtypes_mask", 3)):
             ref = _run_path(module, problem, data, 0).clone()
             got = _run_path(module, problem, data, 1)
             torch.cuda.synchronize(device)
@@ -567,6 +599,8 @@ def custom_kernel(data):
         if module is not None:
             if _env("KBIT_VALIDATE_OFFSETS") == "1":
                 validate_kbit(data)
+            if module.kbit_dtypes_mask != 3:
+                _need_dtype_built(module, data.a.dtype)
             bad = module.kbit_gemm(*data, _kbit_path(module, family, data.a.device))
             if bad:
                 raise ValueError(bad)

@@ -18,6 +18,31 @@
 
 #include "fastdiv.h"
 
+// The activation dtypes a build has kernels for: 1 fp16, 2 bf16, 3 both (the
+// default). A one-dtype build compiles half the kbit kernels, so its first
+// build takes about half as long (submission.py: KBIT_DTYPES=fp16|bf16); a
+// call in the other dtype gets the error string below from the dispatch
+// (submission.py refuses such a call before that). Every dispatch that
+// instantiates a kernel by dtype wraps each arm in KBIT_IF_FP16 /
+// KBIT_IF_BF16. CI builds the sm90 family as its two one-dtype halves, in
+// parallel (tests/test_compile.py).
+#ifndef KBIT_DTYPES
+#define KBIT_DTYPES 3
+#endif
+#if KBIT_DTYPES < 1 || KBIT_DTYPES > 3
+#error "KBIT_DTYPES: 1 (fp16), 2 (bf16) or 3 (both)"
+#endif
+#if KBIT_DTYPES & 1
+#define KBIT_IF_FP16(...) __VA_ARGS__
+#else
+#define KBIT_IF_FP16(...) "kbit: this build has no fp16 kernels (KBIT_DTYPES)"
+#endif
+#if KBIT_DTYPES & 2
+#define KBIT_IF_BF16(...) __VA_ARGS__
+#else
+#define KBIT_IF_BF16(...) "kbit: this build has no bf16 kernels (KBIT_DTYPES)"
+#endif
+
 namespace kbit {
 
 constexpr int kBlock = 32;   // weights per E4M4 scale = bits per plane word

@@ -561,7 +561,8 @@ template <class F>
 const char* kbit_gemv_dispatch(int bits, int bf16, const F& f) {
 #define KBIT_GEMV_BITS_(BITS)                                                            \
   case BITS:                                                                             \
-    return bf16 ? f.template operator()<BITS, __nv_bfloat16, 1>() : f.template operator()<BITS, __half, 1>();
+    return bf16 ? KBIT_IF_BF16(f.template operator()<BITS, __nv_bfloat16, 1>())                   \
+                : KBIT_IF_FP16(f.template operator()<BITS, __half, 1>());
   switch (bits) {
     KBIT_GEMV_BITS_(2)
     KBIT_GEMV_BITS_(3)
@@ -831,13 +832,13 @@ const char* kbit_decode_plan_cfg(const kbit_api::KbitArgs& a, int device, kbit_a
 template <class F>
 const char* kbit_decode_dispatch(int bits, int bf16, int nt, int act, const F& f, bool helpers = false) {
 #define KBIT_DECODE_ACT_(BITS, NT, ACT)                                                    \
-  return bf16 ? f.template operator()<DecodeCfg<BITS, __nv_bfloat16, NT, ACT>>()           \
-              : f.template operator()<DecodeCfg<BITS, __half, NT, ACT>>();
+  return bf16 ? KBIT_IF_BF16(f.template operator()<DecodeCfg<BITS, __nv_bfloat16, NT, ACT>>()) \
+              : KBIT_IF_FP16(f.template operator()<DecodeCfg<BITS, __half, NT, ACT>>());
   if (helpers) {
     if constexpr (KBIT_DECODE_ACT_ROWS > 0 && KBIT_DECODE_ACT16 != 0) {
       if (bits == 4 && nt == 4 && act == 16)
-        return bf16 ? f.template operator()<DecodeCfg<4, __nv_bfloat16, 4, 16, 1>>()
-                    : f.template operator()<DecodeCfg<4, __half, 4, 16, 1>>();
+        return bf16 ? KBIT_IF_BF16(f.template operator()<DecodeCfg<4, __nv_bfloat16, 4, 16, 1>>())
+                    : KBIT_IF_FP16(f.template operator()<DecodeCfg<4, __half, 4, 16, 1>>());
     }
     return "kbit: internal error: decode helpers serve k = 4, 64-row tiles, 16-row slots only";
   }
@@ -925,8 +926,8 @@ template <template <int, typename, int> class CfgOf, int kMaxMTiles, class F, in
 const char* dispatch_tiled(int bits, int bf16, int mtiles, const F& f) {
 #define KBIT_CASE_T(BITS)                                                                          \
   case BITS:                                                                                       \
-    return bf16 ? dispatch_mtiles<CfgOf, kMaxMTiles, BITS, __nv_bfloat16, F, kMinMTiles>(mtiles, f) \
-                : dispatch_mtiles<CfgOf, kMaxMTiles, BITS, __half, F, kMinMTiles>(mtiles, f);
+    return bf16 ? KBIT_IF_BF16(dispatch_mtiles<CfgOf, kMaxMTiles, BITS, __nv_bfloat16, F, kMinMTiles>(mtiles, f)) \
+                : KBIT_IF_FP16(dispatch_mtiles<CfgOf, kMaxMTiles, BITS, __half, F, kMinMTiles>(mtiles, f));
   switch (bits) {
     KBIT_CASE_T(2)
     KBIT_CASE_T(3)
@@ -1262,8 +1263,8 @@ const char* kbit_rows_dispatch(int bits, int bf16, int id, int m, const F& f) {
       rows_pair_perm(R), rows_shape(ID, R, B).split, rows_shape(ID, R, B).sync, rows_shape(ID, R, B).fields
 #define KBIT_ROWS_(BITS, ID, R)                                                                       \
   case ID:                                                                                            \
-    return bf16 ? f.template operator()<RowsConfig<BITS, __nv_bfloat16, KBIT_ROWS_SHAPE_(ID, R, BITS)>>() \
-                : f.template operator()<RowsConfig<BITS, __half, KBIT_ROWS_SHAPE_(ID, R, BITS)>>();
+    return bf16 ? KBIT_IF_BF16(f.template operator()<RowsConfig<BITS, __nv_bfloat16, KBIT_ROWS_SHAPE_(ID, R, BITS)>>()) \
+                : KBIT_IF_FP16(f.template operator()<RowsConfig<BITS, __half, KBIT_ROWS_SHAPE_(ID, R, BITS)>>());
 #if KBIT_ROWS_SYNC   // (at k = 5 configuration 7 is 4's RowsConfig; the rule does not choose it)
 #define KBIT_ROWS_SYNC_(BITS, R) KBIT_ROWS_(BITS, 7, R)
 #else

@@ -372,14 +372,14 @@ const char* kbit_gemm_run_tc(const KbitArgs& a, const KbitPlan&, float*, int32_t
   if (a.E > 4096) return "kbit: at most 4096 experts";
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
   switch (a.bits * 2 + a.bf16) {
-    case 4: return kbit_tc_run_bm<2, __half>(a, s);
-    case 5: return kbit_tc_run_bm<2, __nv_bfloat16>(a, s);
-    case 6: return kbit_tc_run_bm<3, __half>(a, s);
-    case 7: return kbit_tc_run_bm<3, __nv_bfloat16>(a, s);
-    case 8: return kbit_tc_run_bm<4, __half>(a, s);
-    case 9: return kbit_tc_run_bm<4, __nv_bfloat16>(a, s);
-    case 10: return kbit_tc_run_bm<5, __half>(a, s);
-    case 11: return kbit_tc_run_bm<5, __nv_bfloat16>(a, s);
+    case 4: return KBIT_IF_FP16(kbit_tc_run_bm<2, __half>(a, s));
+    case 5: return KBIT_IF_BF16(kbit_tc_run_bm<2, __nv_bfloat16>(a, s));
+    case 6: return KBIT_IF_FP16(kbit_tc_run_bm<3, __half>(a, s));
+    case 7: return KBIT_IF_BF16(kbit_tc_run_bm<3, __nv_bfloat16>(a, s));
+    case 8: return KBIT_IF_FP16(kbit_tc_run_bm<4, __half>(a, s));
+    case 9: return KBIT_IF_BF16(kbit_tc_run_bm<4, __nv_bfloat16>(a, s));
+    case 10: return KBIT_IF_FP16(kbit_tc_run_bm<5, __half>(a, s));
+    case 11: return KBIT_IF_BF16(kbit_tc_run_bm<5, __nv_bfloat16>(a, s));
     default: return "kbit: bits must be 2..5";
   }
 }

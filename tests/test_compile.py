@@ -39,7 +39,8 @@ CI_TARGETS = {"80", "90a", "100a"}   # SPEC §2 (every family has one of them)
 WRAPPER_ARCHES = [("sm80", "sm_80"), ("sm90", "sm_90a")]
 # Seconds of one core each build took on a 2-core machine (v50; tc_bench v56): the pool
 # starts the longest first, so the last to finish are short ones.
-_COST = {("family", "sm90", "90a"): 360, ("family", "sm100", "100a"): 150, ("family", "sm80", "80"): 145,
+_COST = {("family", "sm90", "90a", 1): 180, ("family", "sm90", "90a", 2): 180, ("family", "sm100", "100a", 3): 150,
+         ("family", "sm80", "80", 3): 145,
          ("tool", "tc_bench -DTC_PHASES"): 32, ("tool", "nvfp4_bench"): 5}
 
 
@@ -94,10 +95,23 @@ def _wrapper_build(family: str, arch: str):
     return proc.returncode, proc.stderr
 
 
+# Families built in CI as their two one-dtype halves (KBIT_DTYPES, ptx/common.cuh:
+# 1 fp16, 2 bf16), in parallel: the sm90 family is the longest build (307
+# kernels; ~360 s of one core on a 2-core machine, against ~150 s for the next),
+# and one process for all of it left one core idle for the last ~2 minutes of
+# CI. The halves together are the same kernels as the whole: each kernel is
+# compiled on its own, and (v61, 2 cores) the two halves' ptxas reports are the
+# whole build's, kernel by kernel. Each half compiles all the host code, with
+# the other dtype's dispatch arms returning an error.
+DTYPE_HALVES = {"sm90"}
+
+
 def _family_keys(family: str) -> list:
     """The builds of a family in CI: one per target of run.compile_jobs among
-    CI_TARGETS."""
-    return [("family", f, a) for f, a, _ in run.compile_jobs([family]) if a in CI_TARGETS]
+    CI_TARGETS, two (fp16, bf16) for the families of DTYPE_HALVES; the last
+    field is the KBIT_DTYPES mask."""
+    masks = (1, 2) if family in DTYPE_HALVES else (3,)
+    return [("family", f, a, m) for f, a, _ in run.compile_jobs([family]) if a in CI_TARGETS for m in masks]
 
 
 def _keys_of(item) -> list:
@@ -116,7 +130,8 @@ def _keys_of(item) -> list:
 def _run_build(key):
     if key[0] == "family":
         (job,) = [j for j in run.compile_jobs([key[1]]) if j[1] == key[2]]
-        return run.compile_job(job, HOST_FLAGS if job[2] else None, lineinfo=LINEINFO)
+        flags = (HOST_FLAGS if job[2] else []) + ([f"-DKBIT_DTYPES={key[3]}"] if key[3] != 3 else [])
+        return run.compile_job(job, flags, lineinfo=LINEINFO)
     if key[0] == "tool":
         return _tool_build(key[1])
     return _wrapper_build(key[1], dict(WRAPPER_ARCHES)[key[1]])
@@ -193,6 +208,11 @@ def test_family_compiles_without_spills(family, builds):
         ok = run.log_compile_result(builds[key].result(), lines.append) and ok
     assert ok, "\n".join(lines)
     assert any("kbit_gemm_kernel" in l or "kbit_gemm" in l for l in lines)
+    if family in DTYPE_HALVES:   # each half has its dtype's kbit kernels only, as many as the other's
+        names = {key[3]: [r.name for r in builds[key].result()[3]] for key in _family_keys(family)}
+        bf16 = {m: sum("__nv_bfloat16" in n for n in v) for m, v in names.items()}
+        fp16 = {m: sum("6__half" in n for n in v) for m, v in names.items()}   # (mangled __half)
+        assert bf16[1] == 0 and fp16[2] == 0 and bf16[2] == fp16[1] > 0, (bf16, fp16)
 
 
 @needs_nvcc

@@ -640,3 +640,44 @@ def test_plain_read_bad_input_raises_value_error():
                    (buf, out.to(torch.int64))):
         with pytest.raises(ValueError, match="plain_read"):
             S.plain_read(bad, o)
+
+
+ONE_DTYPE_PROGRAM = r"""
+import sys, torch
+import reference as R, submission as S
+from run import clone_input, poison
+for m, e in ((1, 1), (16, 1), (40, 3)):       # decode / tiled / grouped paths of the sm80 family
+    data = R.generate_input("kbit_gemm", m=m, n=264, k=320, bits=4, dtype="bfloat16", experts=e, seed=5,
+                            device="cuda")
+    arg = clone_input(data)
+    poison(arg)
+    ok, msg = R.check_implementation(data, S.custom_kernel(arg))
+    assert ok, msg
+data = R.generate_input("kbit_gemm", m=16, n=264, k=320, bits=4, dtype="float16", experts=1, seed=5, device="cuda")
+before = data.c.clone()
+try:
+    S.custom_kernel(data)
+except ValueError as exc:
+    assert "without torch.float16 kernels" in str(exc), exc
+else:
+    sys.exit("an fp16 call on a bf16-only build did not raise")
+torch.cuda.synchronize()
+assert torch.equal(data.c.view(torch.int16), before.view(torch.int16)), "the refused call wrote C"
+print("one-dtype build ok")
+"""
+
+
+@requires_sm80
+def test_one_dtype_build():
+    """KBIT_DTYPES=bf16 (the sm80 family, its own build: ~1-2 minutes the first
+    time): bf16 calls pass the checker, an fp16 call is a ValueError that
+    leaves C as it was. In a subprocess: a process keeps its first build."""
+    import subprocess
+    import sys
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = {**os.environ, "KBIT_DTYPES": "bf16", "KBIT_PTX_FAMILY": "sm80",
+           "PYTHONPATH": os.pathsep.join([root, os.path.join(root, "eval")])}
+    env.pop("KBIT_KERNEL", None)
+    proc = subprocess.run([sys.executable, "-c", ONE_DTYPE_PROGRAM], env=env, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0 and "one-dtype build ok" in proc.stdout, proc.stdout[-2000:] + proc.stderr[-4000:]

@@ -1,6 +1,7 @@
 """submission.py without a GPU: the portable path on every test spec, input
 validation (clear ValueErrors), family selection, translation-unit assembly,
 and the Blackwell self-check / fallback logic."""
+import types
 import warnings
 
 import os
@@ -139,7 +140,7 @@ def test_selfcheck_falls_back_on_mismatch(monkeypatch):
 
     monkeypatch.setattr(S, "_run_path", fake_run)
     monkeypatch.setattr(S, "_selfcheck_inputs",
-                        lambda problem, device: [_kbit()] if problem == "kbit_gemm" else
+                        lambda problem, device, mask=3: [_kbit()] if problem == "kbit_gemm" else
                         [R.generate_input("nvfp4_gemv", m=128, k=256, l=1, seed=1, device="cpu")])
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     S._tc_state.clear()
@@ -153,7 +154,7 @@ def test_selfcheck_falls_back_on_mismatch(monkeypatch):
 
 
 def test_selfcheck_accepts_agreement_and_catches_errors(monkeypatch):
-    monkeypatch.setattr(S, "_selfcheck_inputs", lambda problem, device: [_kbit()])
+    monkeypatch.setattr(S, "_selfcheck_inputs", lambda problem, device, mask=3: [_kbit()])
     monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
     monkeypatch.setattr(S, "_run_path", lambda m, p, d, path: R.kbit_reference(d).to(d.c.dtype))
     S._tc_state.clear()
@@ -208,6 +209,32 @@ def test_tuning_defines(monkeypatch):
             S.assemble_source("sm90")
 
 
+def test_one_dtype_builds(monkeypatch):
+    """KBIT_DTYPES=fp16|bf16 builds the kbit kernels of one dtype (a #define
+    KBIT_DTYPES mask ahead of the ptx/ files); the Blackwell self-check then
+    uses inputs of that dtype only; a bad value is a ValueError."""
+    monkeypatch.delenv("KBIT_DEFINES", raising=False)
+    monkeypatch.delenv("KBIT_DTYPES", raising=False)
+    assert S.built_dtypes_mask(S.assemble_source("sm90")) == 3
+    for value, mask in (("fp16", 1), ("bf16", 2), ("both", 3)):
+        monkeypatch.setenv("KBIT_DTYPES", value)
+        src = S.assemble_source("sm100")
+        assert f"#define KBIT_DTYPES {mask}\n" in src.split("// ---- ptx/api.h")[0]
+        assert S.built_dtypes_mask(src) == mask
+    for mask, dtype in ((1, torch.float16), (2, torch.bfloat16)):
+        inputs = S._selfcheck_inputs("kbit_gemm", "cpu", mask)
+        assert inputs and all(d.a.dtype == dtype for d in inputs)
+        assert any(d.offsets.numel() > 2 for d in inputs)   # a grouped case in each dtype
+    monkeypatch.setenv("KBIT_DTYPES", "fp8")
+    with pytest.raises(ValueError, match="KBIT_DTYPES"):
+        S.assemble_source("sm90")
+    # A call in the dtype the module lacks: ValueError before the binding is called.
+    bf16_only = types.SimpleNamespace(kbit_dtypes_mask=2)
+    S._need_dtype_built(bf16_only, torch.bfloat16)
+    with pytest.raises(ValueError, match="without torch.float16 kernels"):
+        S._run_path(bf16_only, "kbit_gemm", _kbit(), 0)   # (the namespace has no kbit_gemm to call)
+
+
 def test_build_says_when_it_compiles(monkeypatch, tmp_path, capsys):
     """A first build (minutes of nvcc) says so on stderr before it starts and
     when it ends; a module already in the build folder loads without a word.
@@ -218,7 +245,7 @@ def test_build_says_when_it_compiles(monkeypatch, tmp_path, capsys):
     def fake_load_inline(name, build_directory=None, **kw):
         built.append(name)
         (tmp_path / name / f"{name}.so").write_bytes(b"")   # what a real build leaves
-        return object()
+        return types.SimpleNamespace()
 
     monkeypatch.setattr(cpp, "load_inline", fake_load_inline)
     monkeypatch.setenv("KBIT_BUILD_DIR", str(tmp_path))
@@ -241,7 +268,7 @@ def test_split_compile_switch(monkeypatch, tmp_path):
 
     def fake_load_inline(name, extra_cuda_cflags=(), **kw):
         seen.append((name, list(extra_cuda_cflags)))
-        return object()
+        return types.SimpleNamespace()
 
     monkeypatch.setattr(cpp, "load_inline", fake_load_inline)
     monkeypatch.setenv("KBIT_BUILD_DIR", str(tmp_path))
