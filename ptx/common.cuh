@@ -25,7 +25,7 @@
 // (submission.py refuses such a call before that). Every dispatch that
 // instantiates a kernel by dtype wraps each arm in KBIT_IF_FP16 /
 // KBIT_IF_BF16. CI builds the sm90 family as its two one-dtype halves, in
-// parallel (tests/test_compile.py).
+// parallel, and the sm80 family's fp16 half (tests/test_compile.py CI_DTYPES).
 #ifndef KBIT_DTYPES
 #define KBIT_DTYPES 3
 #endif
