@@ -18,7 +18,7 @@ Environment
                                       partition of the rows make the kernel write NaN
     KBIT_VERBOSE_BUILD=1              show the compiler's output
     KBIT_DTYPES=fp16|bf16             build the kbit kernels of one activation dtype
-                                      only: about half the first build's time; a kbit
+                                      only: ~2/3 of the first build's time; a kbit
                                       call in the other dtype raises ValueError
     KBIT_NVCC_SPLIT=N                 build with nvcc --split-compile=N (N threads for
                                       the device optimiser; 0: one per CPU). Off by

@@ -20,7 +20,8 @@
 
 // The activation dtypes a build has kernels for: 1 fp16, 2 bf16, 3 both (the
 // default). A one-dtype build compiles half the kbit kernels, so its first
-// build takes about half as long (submission.py: KBIT_DTYPES=fp16|bf16); a
+// build takes about two thirds as long (submission.py: KBIT_DTYPES=fp16|bf16;
+// sm90 on an H200: 175 s against 271, docs/results.md v61); a
 // call in the other dtype gets the error string below from the dispatch
 // (submission.py refuses such a call before that). Every dispatch that
 // instantiates a kernel by dtype wraps each arm in KBIT_IF_FP16 /
