@@ -148,7 +148,8 @@ def _knob_defines() -> str:
     dtypes = os.environ.get("KBIT_DTYPES")
     if dtypes:
         _need(dtypes in _DTYPES_KNOB, f"KBIT_DTYPES={dtypes!r}; expected fp16, bf16 or both")
-        knobs["KBIT_DTYPES"] = _DTYPES_KNOB[dtypes]
+        if _DTYPES_KNOB[dtypes] != 3:   # (both: the default source, so the default build's cache)
+            knobs["KBIT_DTYPES"] = _DTYPES_KNOB[dtypes]
     spec = os.environ.get("KBIT_DEFINES")
     for item in spec.split(",") if spec else ():
         name, _, value = (x.strip() for x in item.partition("="))
@@ -448,10 +449,11 @@ def _selfcheck_inputs(problem: str, device, dtypes_mask: int = 3):
 def _need_dtype_built(module, dtype) -> None:
     """A module built with KBIT_DTYPES=fp16|bf16 has no kernels of the other
     dtype: a clear ValueError before the binding is called."""
-    _need(_DTYPE_BIT.get(dtype, 0) & getattr(module, "kbit_dtypes_mask", 3) != 0,
-          f"kbit: this module was built without {dtype} kernels (KBIT_DTYPES="
-          f"{ {1: 'fp16', 2: 'bf16'}.get(getattr(module, 'kbit_dtypes_mask', 3), 'both')}); "
-          f"unset KBIT_DTYPES or set it to both for a module of both dtypes")
+    mask = getattr(module, "kbit_dtypes_mask", 3)
+    built = next(name for name, m in _DTYPES_KNOB.items() if m == mask)
+    _need(_DTYPE_BIT.get(dtype, 0) & mask != 0,
+          f"kbit: this module was built without {dtype} kernels (KBIT_DTYPES={built}); "
+          f"unset KBIT_DTYPES for a module of both dtypes")
 
 
 def _run_path(module, problem: str, data, path: int):

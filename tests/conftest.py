@@ -22,7 +22,7 @@ def build_host_program(tmp_path_factory, name, source):
     executable's path; skips the test where nvcc is missing. The program runs
     no device code, so its device pass compiles nothing (#ifndef __CUDA_ARCH__
     around all of it): ~3 s less of one core per build than the whole of the
-    headers through cicc; and its host code is not optimised (-O0: 5.6 -> 4.8 s
+    headers through cicc; and its host code is not optimised (-O0: 5.6 -> 5.1 s
     per build, v61). The families' builds compile the device code."""
     import shutil
     import subprocess

@@ -215,12 +215,15 @@ def test_one_dtype_builds(monkeypatch):
     uses inputs of that dtype only; a bad value is a ValueError."""
     monkeypatch.delenv("KBIT_DEFINES", raising=False)
     monkeypatch.delenv("KBIT_DTYPES", raising=False)
-    assert S.built_dtypes_mask(S.assemble_source("sm90")) == 3
-    for value, mask in (("fp16", 1), ("bf16", 2), ("both", 3)):
+    default = S.assemble_source("sm100")
+    assert S.built_dtypes_mask(default) == 3
+    for value, mask in (("fp16", 1), ("bf16", 2)):
         monkeypatch.setenv("KBIT_DTYPES", value)
         src = S.assemble_source("sm100")
         assert f"#define KBIT_DTYPES {mask}\n" in src.split("// ---- ptx/api.h")[0]
         assert S.built_dtypes_mask(src) == mask
+    monkeypatch.setenv("KBIT_DTYPES", "both")
+    assert S.assemble_source("sm100") == default   # the default build's source: no second build
     for mask, dtype in ((1, torch.float16), (2, torch.bfloat16)):
         inputs = S._selfcheck_inputs("kbit_gemm", "cpu", mask)
         assert inputs and all(d.a.dtype == dtype for d in inputs)
