@@ -499,12 +499,15 @@ def test_kbit_cuda_graph(experts):
 
 @requires_sm80
 @pytest.mark.parametrize("kernel", ["tiled", "decode", "decode64", "wgmma", "gemv"])
-@pytest.mark.parametrize("experts,m,offsets", [(4, 20, [0, 5, 3, 12, 20]), (1, 3, [0, 2]), (1, 200, [0, 100])])
+@pytest.mark.parametrize("experts,m,offsets", [(4, 20, [0, 5, 3, 12, 20]), (4, 20, [1, 5, 9, 12, 20]),
+                                              (4, 20, [0, 5, 9, 12, 19]), (1, 3, [0, 2]), (1, 200, [0, 100])])
 def test_kbit_bad_offsets_are_loud(kernel, experts, m, offsets, monkeypatch):
     """Offsets that do not partition the rows: the kernel writes NaN everywhere
-    (no host sync by default); with KBIT_VALIDATE_OFFSETS=1 a ValueError. (The
-    tiled kernels place a dense layer's tiles by M, not by its offsets: 200 rows
-    with offsets {0, 100} span several slots that the offsets do not describe.)"""
+    (no host sync by default); with KBIT_VALIDATE_OFFSETS=1 a ValueError. The
+    grouped cases break each check of the slot table: a decreasing pair, a first
+    offset past 0, a last short of M. (The tiled kernels place a dense layer's
+    tiles by M, not by its offsets: 200 rows with offsets {0, 100} span several
+    slots that the offsets do not describe.)"""
     monkeypatch.setenv("KBIT_KERNEL", kernel)
     data = generate(dict(problem="kbit_gemm", m=m, n=64, k=1024, bits=3, dtype="float16", experts=experts,
                          seed=1), "cuda")
