@@ -53,7 +53,8 @@ namespace kbit {
 // switch for A/B runs (results stay right): the bulk-copy ring (DecodeRing)
 // where the family has bulk copies. 2048 (with 32) shrinks the part buffers to
 // one column, so that deeper rings fit for timing. 4096 leaves out only the
-// completion of tiles split between CTAs (each CTA's sum goes to C).
+// completion of tiles split between CTAs (each CTA's sum goes to C). 8192
+// (with 256): finer set-up stamps in the timeline (kFineSetup).
 #ifndef KBIT_DECODE_PROBE
 #define KBIT_DECODE_PROBE 0
 #endif
@@ -1492,9 +1493,15 @@ kbit_decode_kernel(const DecodeParams p) {
   DecodeRing<Cfg> ring_cp{};
   ring_cp.init(ring_bars, lane);
   const int tile0 = int(by_k_tiles.div(uint32_t(u_begin))), kt0 = u_begin - tile0 * k_tiles;
+  // Probe 8192 (with 256): thread 0's first tile located (its rows known) in
+  // place of the prologue copies' stamp, and its weight cursor started in place
+  // of the bookkeeping's (each waits for the value).
+  constexpr bool kFineSetup = kTimeline && (KBIT_DECODE_PROBE & 8192);
   if (active) {
     pos = ld_pos = locate(tile0);
+    if (kFineSetup && tid == 0) tl.c_pro = ptx::clock64_after(uint32_t(pos.row0 + pos.rows));
     cur.start(p, ld_pos, kt0, lane);
+    if (kFineSetup && tid == 0) tl.c_ends = ptx::clock64_after(uint32_t(reinterpret_cast<uintptr_t>(cur.w_src)));
   }
   // Ring slots by shared address, advanced with a wrap (no division).
   const uint32_t ring_s = ptx::smem_u32(ring);
@@ -1521,7 +1528,7 @@ kbit_decode_kernel(const DecodeParams p) {
 #pragma unroll
       for (int s = 0; s < Cfg::kStages - 1; ++s) produce();
     }
-    if (kTimeline && tid == 0) tl.c_pro = clock64();
+    if (kTimeline && !kFineSetup && tid == 0) tl.c_pro = clock64();
   };
   // The codebook into shared memory: just before the barrier where the
   // activations travel in the ring, but ahead of the register activation
@@ -1607,7 +1614,7 @@ kbit_decode_kernel(const DecodeParams p) {
   }
 
   if (kTimeline && tid == 0) {
-    tl.c_ends = clock64();
+    if (!kFineSetup) tl.c_ends = clock64();
     if (dense) {
       tl.c_cbval = ptx::clock64_after(tl_cb);
       tl.c_offval = ptx::clock64_after(uint32_t(dense_off0 + dense_off1));

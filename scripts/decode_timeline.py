@@ -18,7 +18,9 @@ of (all in µs; CTA means unless named):
   span       first CTA start -> last CTA end; mean/max over CTAs shown for cta
 SM clocks are converted with each CTA's own clock rate (clocks / ns of its span).
 Usage: python3 scripts/decode_timeline.py [--probe P] [--warm] case [case ...]
-(P: further probe bits, e.g. 32 to leave the split-tile completion out, 512 for w val.
+(P: further probe bits, e.g. 32 to leave the split-tile completion out, 512 for w val,
+8192 for finer set-up stamps: "copies" becomes "located" (thread 0 has its first tile's rows)
+and "ends" becomes "started" (its weight cursor is set), both before "acts".
 --warm: after each flush, one call on a second input of the same case (another seed)
 runs first, so the timed call finds the kernel's code and constants warm but its own
 data cold: the difference to a plain run is what cold code costs.)
@@ -103,8 +105,9 @@ def main():
     os.environ["KBIT_KERNEL"] = "decode"
     specs = {s["name"]: s for s in load_tasks("kbit_gemm")["benchmarks"]}
     timer = Timer(torch.device("cuda"))
-    cols = ["skew", "param", "split", "copies", "acts", "ends", "cb val", "off val", "w val", "cb", "table", "loop0",
-            "loop1", "cta", "cta max", "span", "CTAs"]
+    fine = bool(args.probe & 8192)
+    cols = ["skew", "param", "split", "located" if fine else "copies", "acts", "started" if fine else "ends", "cb val",
+            "off val", "w val", "cb", "table", "loop0", "loop1", "cta", "cta max", "span", "CTAs"]
     print(f"{'case':30s}" + "".join(f"{c:>8s}" for c in cols))
     for name in args.cases:
         data = generate(specs[name], "cuda")
