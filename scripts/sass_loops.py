@@ -17,6 +17,15 @@ and K-tile). The device has cuobjdump, this machine does not:
 Arguments: the listing (plain or .gz, or - for stdin), then substrings of the
 function names to report (all functions without any). --ops N prints the N
 most frequent opcodes of each loop.
+
+--against BASE compares with a second listing, e.g. main's build: each
+function's loop beside BASE's, marked `changed` where its length or lookups
+differ and `LOST` where its table lookups lost the uniform-register base
+(fewer `LDS [R+UR]`, more `LDS [R]`). The exit status is 1 if any did, so a
+device script can stop before timing a build whose loop ptxas has changed
+(v63: set-up code alone cost the grouped decode loops their base, 4-7 %):
+
+    python3 scripts/sass_loops.py new.sass.gz --against main.sass.gz decode_kernel || exit 1
 """
 import argparse
 import collections
@@ -69,27 +78,53 @@ def summary(body):
     }
 
 
+def read_listing(path):
+    """{name: loop summary} of a listing file (plain or .gz, or - for stdin)."""
+    if path == "-":
+        lines = sys.stdin.read().split("\n")
+    else:
+        opener = gzip.open if path.endswith(".gz") else open
+        with opener(path, "rt") as f:
+            lines = f.read().split("\n")
+    return {name: summary(main_loop(instrs)) for name, instrs in functions(lines).items()}
+
+
+def lost_base(s, base):
+    """The loop's table lookups lost their uniform-register base against base's."""
+    return s["lds_ur"] < base["lds_ur"] and s["lds_reg"] > base["lds_reg"]
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("listing")
     ap.add_argument("names", nargs="*")
     ap.add_argument("--ops", type=int, default=0)
-    args = ap.parse_args(argv)
-    if args.listing == "-":
-        lines = sys.stdin.read().split("\n")
-    else:
-        opener = gzip.open if args.listing.endswith(".gz") else open
-        with opener(args.listing, "rt") as f:
-            lines = f.read().split("\n")
-    print(f"{'loop':>5s} {'LDS [R+UR]':>10s} {'LDS [R]':>7s}  function")
-    for name, instrs in functions(lines).items():
-        if args.names and not any(s in name for s in args.names):
+    ap.add_argument("--against", metavar="BASE", help="a second listing to compare with (exit 1 if a base is lost)")
+    args = ap.parse_intermixed_args(argv)
+    loops = read_listing(args.listing)
+    base = read_listing(args.against) if args.against else None
+    head = f"{'loop':>5s} {'LDS [R+UR]':>10s} {'LDS [R]':>7s}"
+    print(head + (f" | {head}  {'':7s}" if base is not None else "") + "  function")
+    lost = 0
+    for name, s in loops.items():
+        if args.names and not any(x in name for x in args.names):
             continue
-        s = summary(main_loop(instrs))
-        print(f"{s['instructions']:5d} {s['lds_ur']:10d} {s['lds_reg']:7d}  {name}")
+        line = f"{s['instructions']:5d} {s['lds_ur']:10d} {s['lds_reg']:7d}"
+        if base is not None:
+            b = base.get(name)
+            if b is None:
+                line += f" | {'(not in BASE)':>24s}  {'':7s}"
+            else:
+                key = ("instructions", "lds_ur", "lds_reg")
+                mark = "LOST" if lost_base(s, b) else "changed" if any(s[k] != b[k] for k in key) else ""
+                lost += mark == "LOST"
+                line += f" | {b['instructions']:5d} {b['lds_ur']:10d} {b['lds_reg']:7d}  {mark:7s}"
+        print(f"{line}  {name}")
         for op, n in s["ops"].most_common(args.ops):
             print(f"{'':18s}{op:28s} {n}")
-    return 0
+    if lost:
+        print(f"{lost} loop(s) lost the table base's uniform register against {args.against}")
+    return 1 if lost else 0
 
 
 if __name__ == "__main__":
