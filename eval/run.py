@@ -688,9 +688,11 @@ def compile_job(job: tuple, extra_flags: Optional[list] = None, lineinfo: bool =
     return job, rc, text, reps, time.perf_counter() - t0
 
 
-def log_compile_result(result: tuple, log) -> bool:
+def log_compile_result(result: tuple, log, wide: bool = False) -> bool:
     """Prints one build's registers, spills and shared memory per kernel; True
-    when it passed (report_ok)."""
+    when it passed (report_ok). Names are cut at 70 characters unless `wide`
+    (without cu++filt they stay mangled, and instances of one configuration
+    template differ only at the end)."""
     (fam, arch, host), rc, text, reps, dt = result
     good = report_ok(rc, reps)
     kind = "object (device + host code)" if host else "cubin"
@@ -702,12 +704,12 @@ def log_compile_result(result: tuple, log) -> bool:
     log(f"   {'kernel':70s} {'regs':>5s} {'spill st/ld':>12s} {'stack':>6s} {'smem':>6s}")
     for r, n in zip(reps, names):
         flag = "  <-- SPILL" if r.spill_stores or r.spill_loads else ""
-        log(f"   {n[:70]:70s} {r.registers:5d} {r.spill_stores:5d}/{r.spill_loads:<6d} {r.stack:6d} "
+        log(f"   {(n if wide else n[:70]):70s} {r.registers:5d} {r.spill_stores:5d}/{r.spill_loads:<6d} {r.stack:6d} "
             f"{r.smem:6d}{flag}")
     return good
 
 
-def run_compile(families: list, log, jobs: int = 2) -> bool:
+def run_compile(families: list, log, jobs: int = 2, wide: bool = False) -> bool:
     """Build every family's translation unit for its targets (compile_jobs) and
     print registers, spills and shared memory per kernel. False on any error or
     spill."""
@@ -715,7 +717,7 @@ def run_compile(families: list, log, jobs: int = 2) -> bool:
     ok = True
     with ThreadPoolExecutor(max_workers=jobs) as pool:
         for result in pool.map(compile_job, compile_jobs(families)):
-            ok = log_compile_result(result, log) and ok
+            ok = log_compile_result(result, log, wide) and ok
     return ok
 
 
@@ -785,6 +787,7 @@ def main(argv=None) -> int:
     ap.add_argument("--budget-s", type=float, default=2.0, help="time budget per timed case")
     ap.add_argument("--no-recheck", action="store_true", help="leaderboard: skip re-checking outputs")
     ap.add_argument("--family", action="append", help="compile mode: families (default: all)")
+    ap.add_argument("--wide", action="store_true", help="compile mode: kernel names whole, not cut at 70 characters")
     ap.add_argument("--tasks", default=str(TASKS),
                     help="folder of task specs, <problem>.json (default: the leaderboard's, eval/tasks)")
     args = ap.parse_args(argv)
@@ -795,7 +798,7 @@ def main(argv=None) -> int:
     if args.mode == "compile":
         import submission as S
         fams = args.family or list(S.FAMILIES)
-        return EXIT_OK if run_compile(fams, log) else 1
+        return EXIT_OK if run_compile(fams, log, wide=args.wide) else 1
 
     # (Without --problem: the problems that the tasks folder has specs for.)
     problems = args.problem or [p for p in PROBLEMS if (Path(args.tasks) / f"{p}.json").exists()]

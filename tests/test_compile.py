@@ -195,6 +195,20 @@ __global__ void planted_spill(float* out, int n) {
 """
 
 
+def test_compile_log_names_cut_or_whole(monkeypatch):
+    """The compile table cuts names at 70 characters; --wide (wide=True) keeps
+    them whole, so that instances of one template can be told apart."""
+    monkeypatch.setattr(run, "demangle", lambda names: names)   # (as without cu++filt)
+    name = "_ZN4kbit18kbit_decode_kernelINS_12DecodeConfigILi4E13__nv_bfloat16Li16ELi4ELi2ELi0ELin1EEEEEv"
+    rep = run.KernelReport(name=name, arch="90a", registers=122)
+    result = (("sm90", "90a", False), 0, "", [rep], 1.0)
+    for wide in (False, True):
+        lines = []
+        assert run.log_compile_result(result, lines.append, wide)
+        row = next(l for l in lines if "kbit_decode_kernel" in l)
+        assert (name in row) == wide and name[:70] in row and row.split()[-4] == "122"
+
+
 @needs_nvcc
 def test_planted_spill_fails():
     rc, text, reports = run.compile_source(PLANTED_SPILL, "80", extra_flags=["-maxrregcount=24"])
