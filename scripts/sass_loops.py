@@ -21,7 +21,9 @@ most frequent opcodes of each loop.
 --against BASE compares with a second listing, e.g. main's build: each
 function's loop beside BASE's, marked `changed` where its length or lookups
 differ and `LOST` where its table lookups lost the uniform-register base
-(fewer `LDS [R+UR]`, more `LDS [R]`). The exit status is 1 if any did, so a
+(fewer `LDS [R+UR]`, more `LDS [R]` whose address an add made: the
+"(added)" column; a lookup addressed by its PRMT alone, as with a base-free
+table, does not count). The exit status is 1 if any did, so a
 device script can stop before timing a build whose loop ptxas has changed
 (v63: set-up code alone cost the grouped decode loops their base, 4-7 %):
 
@@ -36,7 +38,9 @@ import sys
 INSTR = re.compile(r"/\*([0-9a-f]{4,})\*/\s+(.*?);")
 BRANCH = re.compile(r"\bBRA\b.*?(0x[0-9a-f]+)")
 LDS_UR = re.compile(r"^LDS(\.\w+)*\s+R\d+,\s*\[R\d+\+UR\d+")
-LDS_REG = re.compile(r"^LDS(\.\w+)*\s+R\d+,\s*\[R\d+\]$")
+LDS_REG = re.compile(r"^LDS(\.\w+)*\s+R\d+,\s*\[(R\d+)\]$")
+DEST = re.compile(r"^([A-Z0-9_.]+)\s+(R\d+)\b")
+ADDS = ("IADD", "IADD3", "IMAD.IADD", "VIADD", "IADD3.X")
 
 
 def functions(lines):
@@ -68,12 +72,25 @@ def main_loop(instrs):
     return [text for addr, text in instrs if best[0] <= addr <= best[1]]
 
 
+def address_source(body, i, reg):
+    """The opcode that last wrote `reg` before body[i] (within the loop), or None."""
+    for text in reversed(body[:i]):
+        m = DEST.match(text)
+        if m and m.group(2) == reg:
+            return m.group(1)
+    return None
+
+
 def summary(body):
     ops = collections.Counter(text.split()[0] for text in body)
+    lds_reg = [(i, m.group(2)) for i, m in ((i, LDS_REG.match(t)) for i, t in enumerate(body)) if m]
     return {
         "instructions": len(body),
         "lds_ur": sum(bool(LDS_UR.match(t)) for t in body),
-        "lds_reg": sum(bool(LDS_REG.match(t)) for t in body),
+        "lds_reg": len(lds_reg),
+        # LDS [R] whose address an add made: a table base added per lookup
+        # (an address straight from a PRMT, as with a base-free table, is not).
+        "lds_add": sum(address_source(body, i, reg) in ADDS for i, reg in lds_reg),
         "ops": ops,
     }
 
@@ -90,8 +107,9 @@ def read_listing(path):
 
 
 def lost_base(s, base):
-    """The loop's table lookups lost their uniform-register base against base's."""
-    return s["lds_ur"] < base["lds_ur"] and s["lds_reg"] > base["lds_reg"]
+    """The loop's table lookups lost their uniform-register base against base's:
+    fewer [R+UR] loads and more loads from an added address."""
+    return s["lds_ur"] < base["lds_ur"] and s["lds_add"] > base["lds_add"]
 
 
 def main(argv=None):
@@ -103,22 +121,22 @@ def main(argv=None):
     args = ap.parse_intermixed_args(argv)
     loops = read_listing(args.listing)
     base = read_listing(args.against) if args.against else None
-    head = f"{'loop':>5s} {'LDS [R+UR]':>10s} {'LDS [R]':>7s}"
+    head = f"{'loop':>5s} {'LDS [R+UR]':>10s} {'LDS [R]':>7s} {'(added)':>7s}"
     print(head + (f" | {head}  {'':7s}" if base is not None else "") + "  function")
     lost = 0
     for name, s in loops.items():
         if args.names and not any(x in name for x in args.names):
             continue
-        line = f"{s['instructions']:5d} {s['lds_ur']:10d} {s['lds_reg']:7d}"
+        line = f"{s['instructions']:5d} {s['lds_ur']:10d} {s['lds_reg']:7d} {s['lds_add']:7d}"
         if base is not None:
             b = base.get(name)
             if b is None:
-                line += f" | {'(not in BASE)':>24s}  {'':7s}"
+                line += f" | {'(not in BASE)':>32s}  {'':7s}"
             else:
-                key = ("instructions", "lds_ur", "lds_reg")
+                key = ("instructions", "lds_ur", "lds_reg", "lds_add")
                 mark = "LOST" if lost_base(s, b) else "changed" if any(s[k] != b[k] for k in key) else ""
                 lost += mark == "LOST"
-                line += f" | {b['instructions']:5d} {b['lds_ur']:10d} {b['lds_reg']:7d}  {mark:7s}"
+                line += f" | {b['instructions']:5d} {b['lds_ur']:10d} {b['lds_reg']:7d} {b['lds_add']:7d}  {mark:7s}"
         print(f"{line}  {name}")
         for op, n in s["ops"].most_common(args.ops):
             print(f"{'':18s}{op:28s} {n}")

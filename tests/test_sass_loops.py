@@ -31,37 +31,37 @@ def test_main_loop_and_lookups(tmp_path, capsys):
     body = sass_loops.main_loop(funcs["kernel_a"])
     assert len(body) == 6 and body[0].startswith("LDS R2") and body[-1] == "BRA 0x10"   # (predicate dropped)
     s = sass_loops.summary(body)
-    assert (s["instructions"], s["lds_ur"], s["lds_reg"]) == (6, 2, 1)
+    assert (s["instructions"], s["lds_ur"], s["lds_reg"], s["lds_add"]) == (6, 2, 1, 1)   # (R9: an add)
     assert sass_loops.main_loop(funcs["kernel_b"]) == []
     path = tmp_path / "x.sass.gz"
     with gzip.open(path, "wt") as f:
         f.write(LISTING)
     assert sass_loops.main([str(path), "kernel_a", "--ops", "1"]) == 0
     out = capsys.readouterr().out.split("\n")
-    assert out[1].split()[:3] == ["6", "2", "1"] and out[1].endswith("kernel_a") and "LDS" in out[2]
+    assert out[1].split()[:4] == ["6", "2", "1", "1"] and out[1].endswith("kernel_a") and "LDS" in out[2]
 
 
 def test_against_marks_a_lost_base(tmp_path, capsys):
-    # The same loop with its table base out of the uniform register: each
-    # lookup's address gets an add and the load reads [R] (v63's grouped
-    # decode loops). kernel_b is alike in both listings.
-    lost = LISTING.replace("LDS R8, [R5+UR4] ;", "IADD3 R8, R5, R12, RZ ;").replace(
-        "LDS R2, [R3+UR4] ;", "LDS R2, [R3] ;")
-    base, new = tmp_path / "base.sass", tmp_path / "new.sass"
-    base.write_text(LISTING)
-    new.write_text(lost)
-    assert sass_loops.main([str(new), "--against", str(base)]) == 1
+    # kernel_a with one lookup's base out of the uniform register: its address
+    # comes from an add and the load reads [R] (v63's grouped decode loops).
+    # kernel_b is alike in both listings.
+    lost = LISTING.replace("PRMT R5, R6, 0x5504, R7 ;", "IADD3 R12, R6, R7, RZ ;").replace(
+        "LDS R8, [R5+UR4] ;", "LDS R8, [R12] ;")
+    # The same lookup addressed by its PRMT alone (a base-free table): changed, not lost.
+    direct = LISTING.replace("LDS R8, [R5+UR4] ;", "LDS R8, [R5] ;")
+    paths = {}
+    for name, text in (("base", LISTING), ("lost", lost), ("direct", direct)):
+        paths[name] = tmp_path / f"{name}.sass"
+        paths[name].write_text(text)
+    assert sass_loops.main([str(paths["lost"]), "--against", str(paths["base"])]) == 1
     out = capsys.readouterr().out.split("\n")
     row_a = next(line for line in out if line.endswith("kernel_a"))
-    assert row_a.split()[:3] == ["6", "0", "2"] and "LOST" in row_a
+    assert row_a.split()[:4] == ["6", "1", "2", "2"] and "LOST" in row_a
     assert "lost the table base" in out[-2]
-    # Against itself: nothing marked, status 0; a loop that only grew is
-    # `changed`, not lost.
-    assert sass_loops.main([str(base), "--against", str(base), "kernel_a"]) == 0
-    assert "LOST" not in capsys.readouterr().out
-    grown_path = tmp_path / "grown.sass"
-    grown_path.write_text(LISTING.replace("/*0050*/                   LDS R11, [R9] ;",
-                                          "/*0050*/                   LDS R11, [R9] ;\n        /*0058*/   NOP ;"))
-    assert sass_loops.main([str(grown_path), "--against", str(base)]) == 0
-    row = next(line for line in capsys.readouterr().out.split("\n") if line.endswith("kernel_a"))
-    assert "changed" in row and row.split()[0] == "7"
+    assert sass_loops.main([str(paths["direct"]), "--against", str(paths["base"]), "kernel_a"]) == 0
+    row_a = next(line for line in capsys.readouterr().out.split("\n") if line.endswith("kernel_a"))
+    assert row_a.split()[:4] == ["6", "1", "2", "1"] and "changed" in row_a and "LOST" not in row_a
+    # Against itself: nothing marked.
+    assert sass_loops.main([str(paths["base"]), "--against", str(paths["base"])]) == 0
+    out = capsys.readouterr().out
+    assert "LOST" not in out and "changed" not in out and "kernel_a" in out
