@@ -40,7 +40,7 @@ BRANCH = re.compile(r"\bBRA\b.*?(0x[0-9a-f]+)")
 LDS_UR = re.compile(r"^LDS(\.\w+)*\s+R\d+,\s*\[R\d+\+UR\d+")
 LDS_REG = re.compile(r"^LDS(\.\w+)*\s+R\d+,\s*\[(R\d+)\]$")
 DEST = re.compile(r"^([A-Z0-9_.]+)\s+(R\d+)\b")
-ADDS = ("IADD", "IADD3", "IMAD.IADD", "VIADD", "IADD3.X")
+ADDS = ("IADD", "IADD3", "IMAD.IADD", "VIADD")   # (v63's lost bases: IMAD.IADD)
 
 
 def functions(lines):
