@@ -23,9 +23,12 @@ function's loop beside BASE's, marked `changed` where its length or lookups
 differ and `LOST` where its table lookups lost the uniform-register base
 (fewer `LDS [R+UR]`, more `LDS [R]` whose address an add made: the
 "(added)" column; a lookup addressed by its PRMT alone, as with a base-free
-table, does not count). The exit status is 1 if any did, so a
-device script can stop before timing a build whose loop ptxas has changed
-(v63: set-up code alone cost the grouped decode loops their base, 4-7 %):
+table, does not count), and `GREW` where the loop is more than --grow percent
+(default 5) longer. The exit status is 1 if any loop is marked either way, so
+a device script can stop before timing a build whose loop ptxas has changed
+(v63: set-up code alone cost the grouped decode loops their base, 4-7 %;
+v64: with a base-free table the same set-up code left the base alone but
+made the decode loops 40-50 % longer, results.md v64):
 
     python3 scripts/sass_loops.py new.sass.gz --against main.sass.gz decode_kernel || exit 1
 """
@@ -112,18 +115,26 @@ def lost_base(s, base):
     return s["lds_ur"] < base["lds_ur"] and s["lds_add"] > base["lds_add"]
 
 
+def grew(s, base, pct):
+    """The loop is more than pct percent longer than base's."""
+    return s["instructions"] * 100 > base["instructions"] * (100 + pct)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("listing")
     ap.add_argument("names", nargs="*")
     ap.add_argument("--ops", type=int, default=0)
-    ap.add_argument("--against", metavar="BASE", help="a second listing to compare with (exit 1 if a base is lost)")
+    ap.add_argument("--against", metavar="BASE",
+                    help="a second listing to compare with (exit 1 if a base is lost or a loop grew)")
+    ap.add_argument("--grow", type=float, default=5.0, metavar="PCT",
+                    help="with --against: a loop longer than BASE's by more than PCT %% is marked GREW (default 5)")
     args = ap.parse_intermixed_args(argv)
     loops = read_listing(args.listing)
     base = read_listing(args.against) if args.against else None
     head = f"{'loop':>5s} {'LDS [R+UR]':>10s} {'LDS [R]':>7s} {'(added)':>7s}"
     print(head + (f" | {head}  {'':7s}" if base is not None else "") + "  function")
-    lost = 0
+    lost = longer = 0
     for name, s in loops.items():
         if args.names and not any(x in name for x in args.names):
             continue
@@ -134,15 +145,19 @@ def main(argv=None):
                 line += f" | {'(not in BASE)':>32s}  {'':7s}"
             else:
                 key = ("instructions", "lds_ur", "lds_reg", "lds_add")
-                mark = "LOST" if lost_base(s, b) else "changed" if any(s[k] != b[k] for k in key) else ""
+                mark = ("LOST" if lost_base(s, b) else "GREW" if grew(s, b, args.grow)
+                        else "changed" if any(s[k] != b[k] for k in key) else "")
                 lost += mark == "LOST"
+                longer += mark == "GREW"
                 line += f" | {b['instructions']:5d} {b['lds_ur']:10d} {b['lds_reg']:7d} {b['lds_add']:7d}  {mark:7s}"
         print(f"{line}  {name}")
         for op, n in s["ops"].most_common(args.ops):
             print(f"{'':18s}{op:28s} {n}")
     if lost:
         print(f"{lost} loop(s) lost the table base's uniform register against {args.against}")
-    return 1 if lost else 0
+    if longer:
+        print(f"{longer} loop(s) more than {args.grow:g} % longer than in {args.against}")
+    return 1 if lost or longer else 0
 
 
 if __name__ == "__main__":
