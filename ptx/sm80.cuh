@@ -295,6 +295,12 @@ __device__ __forceinline__ uint4 ld_shared_v4_u32(uint32_t addr) {
   return v;
 }
 
+// 16 bytes to a 16-byte-aligned shared-window address.
+__device__ __forceinline__ void st_shared_v4_u32(uint32_t addr, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 // One word by shared-window address (volatile, no memory clobber): the
 // writer orders it with its own fence or barrier (the sm100 kernel's tile
 // stores, then fence.proxy.async and a CTA barrier before the MMA reads them).
