@@ -179,19 +179,39 @@ ss_kernel(int units, unsigned long long* clocks, float* d_out, __half2 scale2) {
 // and lookup as the producers above) and issues RS wgmma on them; fragments
 // double-buffered, the next unit's looked up while the MMAs run (wait_group 1).
 // One unit: WG * 4096 weights. N = 128 as two m64n64k16 per step (the RS
-// wrappers stop at N = 64, as the kernel's). Timing only.
-template <int N, int WG, int XA>
+// wrappers stop at N = 64, as the kernel's). Timing only. MMA = false: the
+// lookups alone (the fragments folded into the accumulators, so that none
+// is dead code). PING (two warpgroups): they take turns at the MMA issue,
+// named barriers 1 and 2 passing the turn (the "ping-pong" order of
+// FlashAttention-3, Shah et al. 2024), so one warpgroup's lookups run beside
+// the other's MMAs; `last` skips the final hand-over nobody waits for.
+// REG: k = 2 with the codebook in two registers instead of the table (four
+// fp16 values are 8 bytes: one PRMT picks a pair of them, its selector
+// x * 0x22 + 0x1010 from the two 2-bit indices in bytes 0 and 1 of x), so
+// the lookups take no shared-memory bandwidth.
+template <int N, int WG, int XA, bool MMA, bool PING = false, bool REG = false>
 __device__ __forceinline__ void rs_unit(float (&acc)[N / 64][32], const uint32_t (&cur)[4][4], uint32_t (&nxt)[4][4],
                                         uint32_t b_lo, uint32_t table, const uint32_t* words, int q0,
-                                        uint32_t lane_word, __half2 scale2) {
-  kp::wgmma_fence();
+                                        uint32_t lane_word, __half2 scale2, int wg = 0, bool last = false) {
+  if constexpr (MMA) {
+    if constexpr (PING) kp::bar_sync(1 + wg, 256);   // this warpgroup's turn
+    kp::wgmma_fence();
 #pragma unroll
-  for (int ks = 0; ks < 4; ++ks)
+    for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
-    for (int nb = 0; nb < N / 64; ++nb)
-      kp::wgmma_rs<64, __half>(acc[nb], cur[ks], kp::wgmma_desc_sw128_kmajor_of(b_lo + ((nb * 8192 + ks * 32) >> 4)), 1u);
-  kp::wgmma_commit();
-  kp::wgmma_wait<1>();   // the previous unit's MMAs are done: nxt is free
+      for (int nb = 0; nb < N / 64; ++nb)
+        kp::wgmma_rs<64, __half>(acc[nb], cur[ks], kp::wgmma_desc_sw128_kmajor_of(b_lo + ((nb * 8192 + ks * 32) >> 4)), 1u);
+    kp::wgmma_commit();
+    if constexpr (PING) {
+      if (!(last && wg == 1)) kp::bar_arrive(2 - wg, 256);   // the other's turn
+    }
+    kp::wgmma_wait<1>();   // the previous unit's MMAs are done: nxt is free
+  } else {
+#pragma unroll
+    for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[0][4 * ks + j] = __uint_as_float(__float_as_uint(acc[0][4 * ks + j]) ^ cur[ks][j]);
+  }
 #pragma unroll
   for (int ks = 0; ks < 4; ++ks) {
     uint32_t w = words[(q0 + ks * 128 * WG) & (kChunks - 1)];
@@ -199,15 +219,20 @@ __device__ __forceinline__ void rs_unit(float (&acc)[N / 64][32], const uint32_t
     for (int j = 0; j < 4; ++j) {
 #pragma unroll
       for (int l = 0; l < XA; ++l) w = __funnelshift_r(w, w, 8) ^ (w >> 29);
-      const uint32_t addr = kp::prmt(w, lane_word, 0x5504u | uint32_t(j) << 4);
-      uint32_t v = kp::ld_shared_const_u32(table + addr);
+      uint32_t v;
+      if constexpr (REG) {
+        const uint32_t cb01 = 0xB800BC00u, cb23 = 0x3C003800u;   // (-1, -0.5), (0.5, 1) as fp16 pairs
+        v = kp::prmt(cb01, cb23, ((w >> (4 * j)) & 0x0303u) * 0x22u + 0x1010u);
+      } else {
+        v = kp::ld_shared_const_u32(table + kp::prmt(w, lane_word, 0x5504u | uint32_t(j) << 4));
+      }
       __half2 x = __hmul2(*reinterpret_cast<__half2*>(&v), scale2);
       nxt[ks][j] = *reinterpret_cast<uint32_t*>(&x);
     }
   }
 }
 
-template <int N, int WG, int XA>
+template <int N, int WG, int XA, bool MMA, bool PING, bool REG>
 __global__ void __launch_bounds__(128 * WG, 1) rs_kernel(int units, unsigned long long* clocks, __half2 scale2) {
   extern __shared__ __align__(1024) uint8_t smem[];
   const int tid = threadIdx.x, lane = tid & 31;
@@ -236,11 +261,15 @@ __global__ void __launch_bounds__(128 * WG, 1) rs_kernel(int units, unsigned lon
   for (int ks = 0; ks < 4; ++ks)
 #pragma unroll
     for (int j = 0; j < 4; ++j) fa[ks][j] = fb[ks][j] = 0x3c003c00u;
+  static_assert(!PING || WG == 2, "turns between two warpgroups");
+  const int wg = tid >> 7;
+  if (PING && wg == 1) kp::bar_arrive(1, 256);   // warpgroup 0 goes first
   for (int u = 0; u < units; u += 2) {
-    rs_unit<N, WG, XA>(acc, fa, fb, b_lo, base + kTableOff, words, tid + u, lane_word, scale2);
-    rs_unit<N, WG, XA>(acc, fb, fa, b_lo, base + kTableOff, words, tid + u + 1, lane_word, scale2);
+    rs_unit<N, WG, XA, MMA, PING, REG>(acc, fa, fb, b_lo, base + kTableOff, words, tid + u, lane_word, scale2, wg);
+    rs_unit<N, WG, XA, MMA, PING, REG>(acc, fb, fa, b_lo, base + kTableOff, words, tid + u + 1, lane_word, scale2, wg,
+                                  u + 2 >= units);
   }
-  kp::wgmma_wait<0>();
+  if constexpr (MMA) kp::wgmma_wait<0>();
   float x = 0.f;
 #pragma unroll
   for (int nb = 0; nb < N / 64; ++nb)
@@ -300,18 +329,18 @@ static void run(int sms) {
               N, P, C, XA, MODE, MODE & 1 ? " dequant" : "", MODE & 2 ? " MMA" : "", per_unit, 8192.0 / per_unit, us);
 }
 
-template <int N, int WG, int XA = 0>
+template <int N, int WG, int XA = 0, bool MMA = true, bool PING = false, bool REG = false>
 static void run_rs(int sms) {
   const int units = 4000;
-  auto k = rs_kernel<N, WG, XA>;
+  auto k = rs_kernel<N, WG, XA, MMA, PING, REG>;
   CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes<N>()));
   const double per_unit = mean_cta_clocks(sms, [&](unsigned seed, unsigned long long* out) {
                             k<<<sms, 128 * WG, smem_bytes<N>()>>>(units, out, __floats2half2_rn(1.f, 1.f));
                           }) / units;
   const double weights = 4096.0 * WG;
-  std::printf("N=%3d RS: %d WG look up and issue, XA %d:        %7.1f clocks/unit, %5.1f weights/clock, "
+  std::printf("N=%3d RS: %d WG look up%s, XA %d:%s %7.1f clocks/unit, %5.1f weights/clock, "
               "8B gate/up loop %5.1f us\n",
-              N, WG, XA, per_unit, weights / per_unit, 14336.0 * 4096 / (weights * sms) * per_unit / 1980.0);
+              N, WG, MMA ? " and issue" : " only   ", XA, PING ? " turns " : REG ? " k2 reg" : "       ", per_unit, weights / per_unit, 14336.0 * 4096 / (weights * sms) * per_unit / 1980.0);
 }
 
 int main() {
@@ -328,5 +357,11 @@ int main() {
   run<128, 2, 2, 3>(sms); run<128, 2, 1, 3, 1>(sms);
   run_rs<64, 2>(sms); run_rs<64, 3>(sms); run_rs<64, 2, 1>(sms);
   run_rs<128, 2>(sms); run_rs<128, 3>(sms); run_rs<128, 2, 1>(sms);
+  run_rs<64, 2, 0, false>(sms); run_rs<64, 2, 1, false>(sms); run_rs<64, 3, 0, false>(sms);
+  run_rs<64, 2, 0, true, true>(sms); run_rs<64, 2, 1, true, true>(sms);
+  run_rs<128, 2, 0, true, true>(sms); run_rs<128, 2, 1, true, true>(sms);
+  run_rs<64, 2, 0, false, false, true>(sms); run_rs<64, 2, 0, true, false, true>(sms);
+  run_rs<64, 2, 1, true, false, true>(sms); run_rs<128, 2, 0, true, false, true>(sms);
+  run_rs<64, 3, 0, true, false, true>(sms);
   return ok ? 0 : 1;
 }
