@@ -280,6 +280,18 @@ __global__ void __launch_bounds__(128 * WG, 1) rs_kernel(int units, unsigned lon
   if (tid == 0) clocks[blockIdx.x] = clock64() - t0;
 }
 
+// Never launched: makes ptxas assemble the bf16 SS forms too (CI builds
+// this file; the benchmarks above use f16).
+__global__ void ss_bf16_assembles(float* d, uint64_t a, uint64_t b) {
+  float x[64] = {};
+  kp::wgmma_fence();
+  kp::wgmma_ss<64, __nv_bfloat16>(x, a, b, 0u);
+  kp::wgmma_ss<128, __nv_bfloat16>(x, a, b, 1u);
+  kp::wgmma_commit();
+  kp::wgmma_wait<0>();
+  d[threadIdx.x] = x[0] + x[63];
+}
+
 // The host's D = units * A * B^T for the check (A from the same table and words).
 template <int N>
 static bool check() {
