@@ -53,6 +53,23 @@ __host__ __device__ inline float codebook(int i) { return (i - 7.5f) / 8.f; }
 __host__ __device__ inline uint32_t index_word(int q) { return uint32_t(q) * 2654435761u ^ 0x5bd1e995u; }
 __host__ __device__ inline float b_value(int n, int k) { return float((n * 7 + k * 3) % 11 - 5) / 8.f; }
 
+// Both kernels' shared data: the pair table (entry e, 256 bytes as the kbit
+// kernels' k = 4 table, holds (codebook[e & 15], codebook[e >> 4]) in its 32
+// lane replicas), the B tile (B[n][k], 128-byte-swizzled K-major) and the
+// packed index words.
+template <int N>
+__device__ void fill_shared(uint8_t* smem, int tid) {
+  for (int i = tid; i < 256 * 32; i += blockDim.x) {
+    const int e = i >> 5;
+    reinterpret_cast<__half2*>(smem + kTableOff)[e * 64 + (i & 31)] = __floats2half2_rn(codebook(e & 15), codebook(e >> 4));
+  }
+  for (int i = tid; i < N * 64; i += blockDim.x) {
+    const int n = i >> 6, k = i & 63;
+    reinterpret_cast<__half*>(smem + kBOff + n * 128 + (((k >> 3) ^ (n & 7)) << 4))[k & 7] = __float2half(b_value(n, k));
+  }
+  for (int q = tid; q < kChunks; q += blockDim.x) reinterpret_cast<uint32_t*>(smem + w_off<N>())[q] = index_word(q);
+}
+
 template <int N, int P, int C, int MODE, int XA>
 __global__ void __launch_bounds__(128 * (P + C), 1)
 ss_kernel(int units, unsigned long long* clocks, float* d_out, __half2 scale2) {
@@ -60,19 +77,8 @@ ss_kernel(int units, unsigned long long* clocks, float* d_out, __half2 scale2) {
   const int tid = threadIdx.x, lane = tid & 31;
   const uint32_t base = kp::smem_u32(smem);
   const uint32_t full = base + bar_off<N>(), empty = full + kStages * 8;
-  // Table: entry e (256 bytes, as the kbit kernels' k = 4 pair table) holds
-  // (codebook[e & 15], codebook[e >> 4]) in its 32 lane replicas.
-  for (int i = tid; i < 256 * 32; i += blockDim.x) {
-    const int e = i >> 5;
-    const __half2 v = __floats2half2_rn(codebook(e & 15), codebook(e >> 4));
-    reinterpret_cast<__half2*>(smem + kTableOff)[e * 64 + (i & 31)] = v;
-  }
-  for (int i = tid; i < N * 64; i += blockDim.x) {   // B[n][k], swizzled K-major
-    const int n = i >> 6, k = i & 63;
-    reinterpret_cast<__half*>(smem + kBOff + n * 128 + (((k >> 3) ^ (n & 7)) << 4))[k & 7] = __float2half(b_value(n, k));
-  }
+  fill_shared<N>(smem, tid);
   for (int i = tid; i < kStages * kStageBytes / 4; i += blockDim.x) reinterpret_cast<uint32_t*>(smem + a_off<N>())[i] = 0;
-  for (int q = tid; q < kChunks; q += blockDim.x) reinterpret_cast<uint32_t*>(smem + w_off<N>())[q] = index_word(q);
   if (tid == 0) {
     for (int s = 0; s < kStages; ++s) {
       kp::mbarrier_init(full + 8 * s, 128 * P);
@@ -237,15 +243,7 @@ __global__ void __launch_bounds__(128 * WG, 1) rs_kernel(int units, unsigned lon
   extern __shared__ __align__(1024) uint8_t smem[];
   const int tid = threadIdx.x, lane = tid & 31;
   const uint32_t base = kp::smem_u32(smem);
-  for (int i = tid; i < 256 * 32; i += blockDim.x) {
-    const int e = i >> 5;
-    reinterpret_cast<__half2*>(smem + kTableOff)[e * 64 + (i & 31)] = __floats2half2_rn(codebook(e & 15), codebook(e >> 4));
-  }
-  for (int i = tid; i < N * 64; i += blockDim.x) {
-    const int n = i >> 6, k = i & 63;
-    reinterpret_cast<__half*>(smem + kBOff + n * 128 + (((k >> 3) ^ (n & 7)) << 4))[k & 7] = __float2half(b_value(n, k));
-  }
-  for (int q = tid; q < kChunks; q += blockDim.x) reinterpret_cast<uint32_t*>(smem + w_off<N>())[q] = index_word(q);
+  fill_shared<N>(smem, tid);
   kp::fence_proxy_async_smem();
   __syncthreads();
   const unsigned long long t0 = clock64();
