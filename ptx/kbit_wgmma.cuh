@@ -104,7 +104,9 @@ struct WgmmaParams : KbitParams {
 // MMAs (the fragments are folded into the accumulators so that their
 // dequantization stays), bit 1 dequantizes only each warp's first unit (the
 // MMAs reuse its fragments), bit 2 skips the tile epilogues, bit 3 stores
-// every contributor's part of a tile straight to C (no workspace sums).
+// every contributor's part of a tile straight to C (no workspace sums), bit 4
+// copies only the first half of each activation box (half the activation
+// bytes into each SM: docs/results.md v65).
 #ifndef KBIT_WGMMA_PROBE
 #define KBIT_WGMMA_PROBE 0
 #endif
@@ -315,7 +317,8 @@ struct TmaCursor : WeightCursor<Cfg> {
     // (dequantization loads, before the CTA barrier); the copies write
     // through the async proxy.
     ptx::fence_proxy_async_smem();
-    ptx::mbarrier_arrive_expect_tx(full, Cfg::kABytes + w_bytes + s_bytes);
+    constexpr uint32_t a_bytes = KBIT_WGMMA_PROBE & 16 ? Cfg::kABytes / 2 : Cfg::kABytes;
+    ptx::mbarrier_arrive_expect_tx(full, a_bytes + w_bytes + s_bytes);
     ptx::cp_async_bulk_tensor_2d_g2s(stage + Cfg::kAOff, &p.a_map, this->kt * kTileK, row0, full);
     ptx::cp_async_bulk_g2s(stage + Cfg::kWOff, this->w_src, w_bytes, full);
     ptx::cp_async_bulk_g2s(stage + Cfg::kSOff, this->s_src, s_bytes, full);

@@ -1090,7 +1090,8 @@ struct RunFn {
     else if constexpr (K == Kernel::kWgmma) {
       WgmmaParams w;
       static_cast<KbitParams&>(w) = p;
-      if (const char* err = encode_a_map(&w.a_map, a, Cfg::BLOCK_M)) return err;
+      if (const char* err = encode_a_map(&w.a_map, a, KBIT_WGMMA_PROBE & 16 ? Cfg::BLOCK_M / 2 : Cfg::BLOCK_M))
+        return err;
       return kbit_launch<Cfg>(&kbit_wgmma_kernel<Cfg>, w, a, plan, stream);
     }
 #endif

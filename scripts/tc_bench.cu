@@ -281,6 +281,7 @@ struct Runner {
       std::fprintf(stderr, "%s: the configuration does not fit the device's shared memory\n", d.cs.name);
       std::exit(1);
     }
+    if (std::getenv("TC_GRID")) std::printf("  %s: grid %d\n", d.cs.name, plan.grid);
     CK(cudaMalloc(&d.d_ws, std::max<size_t>(plan.workspace_floats, 1) * 4));
     CK(cudaMemset(d.d_ws, 0, std::max<size_t>(plan.workspace_floats, 1) * 4));
     CK(cudaMalloc(&d.d_counters, std::max<size_t>(plan.counters, 1) * 4));
@@ -552,6 +553,19 @@ int main(int argc, char** argv) {
   // Decode kernel (M <= 8): the rule's configuration, then variants (_wW
   // warps, _ntT 16-row tiles per warp, _sS ring stages, _aA activation rows
   // per stage; _v34: the rule's configuration before v35).
+#ifdef TC_WGMMA_ONLY   // the wgmma kernel's Llama-3 cases from 32 rows on alone: a faster build for its probes
+  (void)T; (void)D;
+  run_case({"8b_gateup_m32", 14336, 4096, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
+  run_case({"8b_gateup_m64", 14336, 4096, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
+  run_case({"8b_down_m64", 4096, 14336, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
+  run_case({"8b_gateup_m128", 14336, 4096, 128, W, 4}, Runner<WgWhole4, W>{});
+  run_case({"8b_down_m128", 4096, 14336, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+  // 8B gate/up at 128 rows (112 whole tiles on 132 SMs) with stream-K: 12 and 8 MMA warps
+  run_case({"8b_gateup_m128_sk12", 14336, 4096, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+  run_case({"8b_gateup_m128_sk8", 14336, 4096, 128, W, 1}, Runner<WgWhole4, W>{});
+  run_case({"70b_gateup_m64", 28672, 8192, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
+  run_case({"70b_gateup_m128", 28672, 8192, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+#else
   // Two K-tiles per pass of the row-owning kernel's group barrier (RowsConfig kSyncTiles; _sync2,
   // 4 stages) against the rule's configurations (_sync1) and their 4-stage forms (_sync1s4); the
   // odd cases check K-groups with an odd number of K-tiles. -DTC_SYNC builds these alone.
@@ -967,5 +981,6 @@ int main(int argc, char** argv) {
   run_case({"small_m128_k5", 768, 2048, 128, W, 1, 5}, Runner<WgK<5, 128, 1>, W>{});
 #endif  // TC_ROWS_ONLY
 #endif  // TC_SYNC
+#endif  // TC_WGMMA_ONLY
   return 0;
 }
