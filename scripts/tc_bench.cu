@@ -24,6 +24,9 @@
 //   CTAs claim them (README), so some outputs differ in their last bits.
 //   The `few` cases (2-3 units per decode warp, tiles over 2-3 CTAs) check
 //   the decode kernel's split-tile completion there (docs/results.md v38).
+// -DTC_WGMMA_ONLY builds only the wgmma kernel's Llama-3 cases from 32 rows on
+// (~20 s; scripts/wg_breakdown.sh builds its probes and hooks with it), and
+// TC_GRID=1 prints each case's grid.
 // With KBIT_WGMMA_PROBE (kbit_wgmma.cuh) or KBIT_DECODE_PROBE (kbit_decode.cuh)
 // the probed kernel's results are wrong by design and the check is reported,
 // not enforced. The extension's numbers

@@ -1,0 +1,35 @@
+#!/bin/bash
+# Where the wgmma kernel's time goes on the Llama-3 layers from 32 rows on, in
+# one device call (~20 s of builds in parallel, ~10 s per build's run):
+# tc_bench built with its wgmma cases alone (-DTC_WGMMA_ONLY), plain, with the
+# per-CTA timeline (tl), with the loop-phase clocks (ph), and with timing probes
+# (pN: KBIT_WGMMA_PROBE=N, results wrong by design; kbit_wgmma.cuh lists the
+# bits). The tl and ph builds are 2-4 us slower than plain (their clock reads):
+# compare a probe with the plain build of the same call.
+#
+#   VARS="plain p16" bash scripts/wg_breakdown.sh [case-substring | =case ...]
+#
+# Logs and each build's table go to $OUT (or /tmp/out). Extra nvcc flags for
+# every build: TC_FLAGS="-DKBIT_...=...".
+set -u
+mkdir -p build
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+F="-O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -lineinfo -I. -Iptx -Iscripts"
+F="$F -DTC_WGMMA_ONLY ${TC_FLAGS:-}"
+declare -A V=([plain]="" [tl]="-DTC_TIMELINE" [ph]="-DTC_PHASES" [p1]="-DKBIT_WGMMA_PROBE=1"
+              [p2]="-DKBIT_WGMMA_PROBE=2" [p3]="-DKBIT_WGMMA_PROBE=3" [p4]="-DKBIT_WGMMA_PROBE=4"
+              [p8]="-DKBIT_WGMMA_PROBE=8" [p16]="-DKBIT_WGMMA_PROBE=16" [p19]="-DKBIT_WGMMA_PROBE=19"
+              [ph16]="-DTC_PHASES -DKBIT_WGMMA_PROBE=16")
+VARS=${VARS:-plain tl ph p1 p2 p3 p8 p16}
+for v in $VARS; do
+  [ -n "${V[$v]+x}" ] || { echo "unknown build '$v' (known: ${!V[*]})"; exit 2; }
+done
+t0=$(date +%s)
+for v in $VARS; do nvcc $F ${V[$v]} -o build/tcw_$v scripts/tc_bench.cu > "$OUT/build_$v.log" 2>&1 & done
+wait
+echo "builds: $(( $(date +%s) - t0 )) s"
+for v in $VARS; do
+  echo "=== $v: ${V[$v]}"
+  [ -x build/tcw_$v ] || { tail -5 "$OUT/build_$v.log"; continue; }
+  build/tcw_$v "$@" 2>&1 | grep -v "^device\|^graph us\|^case" | tee "$OUT/run_$v.txt"
+done
