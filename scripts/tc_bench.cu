@@ -563,6 +563,10 @@ int main(int argc, char** argv) {
   run_case({"8b_down_m64", 4096, 14336, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
   run_case({"8b_gateup_m128", 14336, 4096, 128, W, 4}, Runner<WgWhole4, W>{});
   run_case({"8b_down_m128", 4096, 14336, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+  // 8B gate/up at 64 rows in 112 whole 128-row tiles (8 MMA warps and a copy warpgroup, one CTA per
+  // tile, 6 or 4 stages) against the rule's two 16-row tiles per warp in stream-K (v65)
+  run_case({"8b_gateup_m64_whole", 14336, 4096, 64, W, 4}, Runner<kbit::WgmmaConfig<4, __half, 64, 6, 1, 8, 1>, W>{});
+  run_case({"8b_gateup_m64_whole4", 14336, 4096, 64, W, 4}, Runner<kbit::WgmmaConfig<4, __half, 64, 4, 1, 8, 1>, W>{});
   // 8B gate/up at 128 rows (112 whole tiles on 132 SMs) with stream-K: 12 and 8 MMA warps
   run_case({"8b_gateup_m128_sk12", 14336, 4096, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
   run_case({"8b_gateup_m128_sk8", 14336, 4096, 128, W, 1}, Runner<WgWhole4, W>{});
