@@ -87,6 +87,10 @@ struct WgmmaParams : KbitParams {
 #define KBIT_WGMMA_COPY_REGS 24   // registers per thread of a copy warpgroup (setmaxnreg.dec)
 #endif
 
+#ifndef KBIT_WGMMA_TILE_LOOP
+#define KBIT_WGMMA_TILE_LOOP 1   // a loop per tile part, the epilogue after it (0: in the loop's body; A/B)
+#endif
+
 #ifndef KBIT_WGMMA_STAGED_STORE
 #define KBIT_WGMMA_STAGED_STORE 1   // 0: the share's last tile stores C from registers too (A/B)
 #endif
@@ -474,7 +478,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   // One unit (the share's i-th): its MMAs (fragments cur), then unit i + 1
   // made ready and dequantized into nxt while they run. True where the unit
   // ends its tile (or the share).
-  auto step = [&](int i, const uint32_t (&cur)[Cfg::kNT][4][4], uint32_t (&nxt)[Cfg::kNT][4][4]) {
+  auto step = [&](int i, const uint32_t (&cur)[Cfg::kNT][4][4], uint32_t (&nxt)[Cfg::kNT][4][4]) -> bool {
     wgmma_ktile<Cfg>(acc, cur, ring_s + slot * Cfg::kStageBytes, accumulate);
     KBIT_WGMMA_PHASE(0, 0u);
     accumulate = 1;
@@ -535,11 +539,27 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     KBIT_WGMMA_PHASE(4, 0u);
   };
 
-  // Unrolled by two so that both fragment sets stay in fixed registers, with
-  // one copy of the epilogue: its code runs rarely and mostly cold (at the
-  // end of the share, after the L2 has streamed the weights), so it should be
-  // short. A tile that ends after an odd unit leaves the next unit's
+  // A loop per tile part, unrolled by two so that both fragment sets stay
+  // in fixed registers, and after it the part's epilogue: one copy of its
+  // code, outside the loop over units (KBIT_WGMMA_TILE_LOOP; 0: one loop over
+  // the share's units with the epilogue in its body). Its code runs rarely
+  // and mostly cold (at the end of the share, after the L2 has streamed the
+  // weights). A part of an odd number of units leaves the next unit's
   // fragments in fb: they move to fa (its MMAs retired in the epilogue).
+#if KBIT_WGMMA_TILE_LOOP
+  for (int i = 0; i < units;) {
+    const int n = min(sh.k_tiles - kt, units - i);   // (the part's units: to its tile's end or the share's)
+    int j = 0;
+    for (; j + 2 <= n; j += 2) {
+      step(i++, fa, fb);
+      step(i++, fb, fa);
+    }
+    const bool odd = j < n;
+    if (odd) step(i++, fa, fb);
+    epilogue(i - 1);
+    if (odd && i < units) memcpy(fa, fb, sizeof fa);
+  }
+#else
   for (int i = 0; i < units;) {
     bool odd = true;
     if (!step(i++, fa, fb)) {
@@ -549,6 +569,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     epilogue(i - 1);
     if (odd && i < units) memcpy(fa, fb, sizeof fa);
   }
+#endif
   // (The last step waited already; without this ptxas cannot prove that no
   // MMA is pending at the exit and serializes every wgmma of the loop.)
   ptx::wgmma_wait<0>();
