@@ -572,6 +572,18 @@ int main(int argc, char** argv) {
   run_case({"8b_gateup_m128_sk8", 14336, 4096, 128, W, 1}, Runner<WgWhole4, W>{});
   run_case({"70b_gateup_m64", 28672, 8192, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
   run_case({"70b_gateup_m128", 28672, 8192, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+  // The rule's other wgmma configurations on the benchmark layers: 70B at 32 rows and its
+  // down projection, Qwen3-Coder-Next from 32 rows (two CTAs per SM up to 64 rows), k = 5.
+  run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
+  run_case({"70b_down_m32", 8192, 28672, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
+  run_case({"70b_down_m64", 8192, 28672, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
+  run_case({"70b_down_m128", 8192, 28672, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+  run_case({"qwen3_gateup_m32", 5120, 2048, 32, W, 1}, Runner<Wg4<32, 1>, W>{});
+  run_case({"qwen3_gateup_m64", 5120, 2048, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
+  run_case({"qwen3_gateup_m128", 5120, 2048, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+  run_case({"qwen3_down_m64", 2048, 5120, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
+  run_case({"70b_gateup_m64_k5", 28672, 8192, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
+  run_case({"8b_down_m64_k2", 4096, 14336, 64, W, 2, 2}, Runner<WgK<2, 64, 2>, W>{});
 #else
   // Two K-tiles per pass of the row-owning kernel's group barrier (RowsConfig kSyncTiles; _sync2,
   // 4 stages) against the rule's configurations (_sync1) and their 4-stage forms (_sync1s4); the
