@@ -87,8 +87,13 @@ struct WgmmaParams : KbitParams {
 #define KBIT_WGMMA_COPY_REGS 24   // registers per thread of a copy warpgroup (setmaxnreg.dec)
 #endif
 
+// The share's loop (below): a loop per tile part with the epilogue after it,
+// or one loop over the share's units with the epilogue in its body. 1: the
+// loop per part everywhere, 0: nowhere, 2: except at 64 rows (H200, tc_bench,
+// docs/results.md v65: per part 8 % faster at 32 rows, ~1 us faster at 128,
+// 1-2 % slower at 64).
 #ifndef KBIT_WGMMA_TILE_LOOP
-#define KBIT_WGMMA_TILE_LOOP 1   // a loop per tile part, the epilogue after it (0: in the loop's body; A/B)
+#define KBIT_WGMMA_TILE_LOOP 1
 #endif
 
 #ifndef KBIT_WGMMA_STAGED_STORE
@@ -210,6 +215,7 @@ struct WgmmaConfig {
   static constexpr int kPieceN = BLOCK_M < 64 ? BLOCK_M : 64;   // wgmma N of one instruction
   static constexpr int kPieces = BLOCK_M / kPieceN;
   static constexpr int kSumBatch = 4;   // (finish_tile's loads of a split tile's sum; see KbitConfig)
+  static constexpr bool kTileLoop = KBIT_WGMMA_TILE_LOOP == 1 || (KBIT_WGMMA_TILE_LOOP == 2 && kBlockM_ != 64);
 
   static constexpr int kABytes = BLOCK_M * kTileK * 2;
   static constexpr int kWBytes = BLOCK_N * 2 * kBits * 4;
@@ -541,35 +547,35 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
 
   // A loop per tile part, unrolled by two so that both fragment sets stay
   // in fixed registers, and after it the part's epilogue: one copy of its
-  // code, outside the loop over units (KBIT_WGMMA_TILE_LOOP; 0: one loop over
+  // code, outside the loop over units (Cfg::kTileLoop; else one loop over
   // the share's units with the epilogue in its body). Its code runs rarely
   // and mostly cold (at the end of the share, after the L2 has streamed the
   // weights). A part of an odd number of units leaves the next unit's
   // fragments in fb: they move to fa (its MMAs retired in the epilogue).
-#if KBIT_WGMMA_TILE_LOOP
-  for (int i = 0; i < units;) {
-    const int n = min(sh.k_tiles - kt, units - i);   // (the part's units: to its tile's end or the share's)
-    int j = 0;
-    for (; j + 2 <= n; j += 2) {
-      step(i++, fa, fb);
-      step(i++, fb, fa);
+  if constexpr (Cfg::kTileLoop) {
+    for (int i = 0; i < units;) {
+      const int n = min(sh.k_tiles - kt, units - i);   // (the part's units: to its tile's end or the share's)
+      int j = 0;
+      for (; j + 2 <= n; j += 2) {
+        step(i++, fa, fb);
+        step(i++, fb, fa);
+      }
+      const bool odd = j < n;
+      if (odd) step(i++, fa, fb);
+      epilogue(i - 1);
+      if (odd && i < units) memcpy(fa, fb, sizeof fa);
     }
-    const bool odd = j < n;
-    if (odd) step(i++, fa, fb);
-    epilogue(i - 1);
-    if (odd && i < units) memcpy(fa, fb, sizeof fa);
-  }
-#else
-  for (int i = 0; i < units;) {
-    bool odd = true;
-    if (!step(i++, fa, fb)) {
-      odd = false;
-      if (!step(i++, fb, fa)) continue;
+  } else {
+    for (int i = 0; i < units;) {
+      bool odd = true;
+      if (!step(i++, fa, fb)) {
+        odd = false;
+        if (!step(i++, fb, fa)) continue;
+      }
+      epilogue(i - 1);
+      if (odd && i < units) memcpy(fa, fb, sizeof fa);
     }
-    epilogue(i - 1);
-    if (odd && i < units) memcpy(fa, fb, sizeof fa);
   }
-#endif
   // (The last step waited already; without this ptxas cannot prove that no
   // MMA is pending at the exit and serializes every wgmma of the loop.)
   ptx::wgmma_wait<0>();
