@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parent.parent
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 
 TOOLS = ["nvfp4_bench", "gemv_bench", "l2_flush_check", "stream_probe", "racecheck_probe",
-         "tc_bench -DTC_PHASES", "wgmma_rate", "wgmma_overlap", "wgmma_ss_overlap"]
+         "tc_bench -DTC_PHASES", "tc_bench -DTC_WGMMA_ONLY", "wgmma_rate", "wgmma_overlap", "wgmma_ss_overlap"]
 CI_TARGETS = {"80", "90a", "100a"}   # SPEC §2 (every family has one of them)
 WRAPPER_ARCHES = [("sm80", "sm_80"), ("sm90", "sm_90a")]
 # Seconds of one core each build took on a 2-core machine (v61; sm100 v50): the pool
@@ -266,11 +266,21 @@ def test_standalone_tool_compiles(tool, builds):
     """The standalone tools in scripts/ (nvfp4, CUDA-core and tensor-core kernel
     tuning, the L2 flush check, the streaming probe, the racecheck probe, the
     wgmma microbenchmarks; they share scripts/bench_util.cuh and ptx/) build
-    against the current ptx/ headers, so they cannot silently rot. (The wgmma
+    against the current ptx/ headers, so they cannot silently rot. tc_bench
+    twice: its full case list (with the phase hooks), and the wgmma cases
+    alone (-DTC_WGMMA_ONLY, scripts/wg_breakdown.sh and tc_ab.sh; ~5 s). (The wgmma
     tools need compute_90a PTX: `-arch=sm_90a` gives a .target sm_90 that
     ptxas rejects for wgmma.)"""
     rc, err = builds[("tool", tool)].result()
     assert rc == 0, err
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "scripts").glob("*.sh")))
+def test_device_script_parses(script):
+    """The device scripts (scripts/*.sh: device_run.sh, wg_breakdown.sh,
+    tc_ab.sh) parse (bash -n), so a typo fails here and not in a device call."""
+    proc = subprocess.run(["bash", "-n", str(ROOT / "scripts" / script)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
 
 
 @needs_nvcc
