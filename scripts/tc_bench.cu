@@ -556,13 +556,33 @@ int main(int argc, char** argv) {
   // Decode kernel (M <= 8): the rule's configuration, then variants (_wW
   // warps, _ntT 16-row tiles per warp, _sS ring stages, _aA activation rows
   // per stage; _v34: the rule's configuration before v35).
-#ifdef TC_WGMMA_ONLY   // the wgmma kernel's Llama-3 cases from 32 rows on alone: a faster build for its probes
-  (void)T; (void)D;
-  run_case({"8b_gateup_m32", 14336, 4096, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
-  run_case({"8b_gateup_m64", 14336, 4096, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
-  run_case({"8b_down_m64", 4096, 14336, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
-  run_case({"8b_gateup_m128", 14336, 4096, 128, W, 4}, Runner<WgWhole4, W>{});
-  run_case({"8b_down_m128", 4096, 14336, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+  // The wgmma configurations the shape rule picks on the benchmark layers from 32 rows on
+  // (wgmma_config_for): 8B and 70B gate/up and down, Qwen3-Coder-Next (two CTAs per SM up to 64
+  // rows), k = 2 and 5; and 8B gate/up at 32 rows, where the rule takes the row-owning kernel.
+  // The full list runs them, and -DTC_WGMMA_ONLY alone.
+  [[maybe_unused]] auto wgmma_rule_cases = [&] {   // (-DTC_ROWS_ONLY and -DTC_SYNC builds run none)
+    run_case({"8b_gateup_m32", 14336, 4096, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
+    run_case({"8b_gateup_m64", 14336, 4096, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
+    run_case({"8b_down_m64", 4096, 14336, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
+    run_case({"8b_gateup_m128", 14336, 4096, 128, W, 4}, Runner<WgWhole4, W>{});
+    run_case({"8b_down_m128", 4096, 14336, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+    run_case({"70b_gateup_m64", 28672, 8192, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
+    run_case({"70b_gateup_m128", 28672, 8192, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+    run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
+    run_case({"70b_down_m32", 8192, 28672, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
+    run_case({"70b_down_m64", 8192, 28672, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
+    run_case({"70b_down_m128", 8192, 28672, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+    run_case({"qwen3_gateup_m32", 5120, 2048, 32, W, 1}, Runner<Wg4<32, 1>, W>{});
+    run_case({"qwen3_gateup_m64", 5120, 2048, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
+    run_case({"qwen3_gateup_m128", 5120, 2048, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+    run_case({"qwen3_down_m64", 2048, 5120, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
+    run_case({"70b_gateup_m64_k5", 28672, 8192, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
+    run_case({"8b_down_m64_k2", 4096, 14336, 64, W, 2, 2}, Runner<WgK<2, 64, 2>, W>{});
+  };
+#ifdef TC_WGMMA_ONLY   // the wgmma kernel's cases from 32 rows on alone: a faster build for its probes
+  (void)T;
+  (void)D;
+  wgmma_rule_cases();
   // 8B gate/up at 64 rows in 112 whole 128-row tiles (8 MMA warps and a copy warpgroup, one CTA per
   // tile, 6 or 4 stages) against the rule's two 16-row tiles per warp in stream-K (v65)
   run_case({"8b_gateup_m64_whole", 14336, 4096, 64, W, 4}, Runner<kbit::WgmmaConfig<4, __half, 64, 6, 1, 8, 1>, W>{});
@@ -570,20 +590,6 @@ int main(int argc, char** argv) {
   // 8B gate/up at 128 rows (112 whole tiles on 132 SMs) with stream-K: 12 and 8 MMA warps
   run_case({"8b_gateup_m128_sk12", 14336, 4096, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
   run_case({"8b_gateup_m128_sk8", 14336, 4096, 128, W, 1}, Runner<WgWhole4, W>{});
-  run_case({"70b_gateup_m64", 28672, 8192, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
-  run_case({"70b_gateup_m128", 28672, 8192, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
-  // The rule's other wgmma configurations on the benchmark layers: 70B at 32 rows and its
-  // down projection, Qwen3-Coder-Next from 32 rows (two CTAs per SM up to 64 rows), k = 5.
-  run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
-  run_case({"70b_down_m32", 8192, 28672, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
-  run_case({"70b_down_m64", 8192, 28672, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
-  run_case({"70b_down_m128", 8192, 28672, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
-  run_case({"qwen3_gateup_m32", 5120, 2048, 32, W, 1}, Runner<Wg4<32, 1>, W>{});
-  run_case({"qwen3_gateup_m64", 5120, 2048, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
-  run_case({"qwen3_gateup_m128", 5120, 2048, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
-  run_case({"qwen3_down_m64", 2048, 5120, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
-  run_case({"70b_gateup_m64_k5", 28672, 8192, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
-  run_case({"8b_down_m64_k2", 4096, 14336, 64, W, 2, 2}, Runner<WgK<2, 64, 2>, W>{});
 #else
   // Two K-tiles per pass of the row-owning kernel's group barrier (RowsConfig kSyncTiles; _sync2,
   // 4 stages) against the rule's configurations (_sync1) and their 4-stage forms (_sync1s4); the
@@ -931,11 +937,7 @@ int main(int argc, char** argv) {
   run_case({"dec16_qwen3_down_m16_w12s3", 2048, 5120, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
   run_case({"dec16_qwen3_q_m16_w12s3", 4096, 2048, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
   run_case({"dec16_qwen3_o_m16_w12s3", 2048, 4096, 16, D, 0}, Runner<DecV<4, 12, 2, 3, 16>, D>{});
-  run_case({"70b_gateup_m32", 28672, 8192, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
-  run_case({"70b_gateup_m64", 28672, 8192, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
-  run_case({"70b_down_m32", 8192, 28672, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
-  run_case({"70b_down_m64", 8192, 28672, 64, W, 3}, Runner<Wg4<64, 3>, W>{});
-  run_case({"70b_gateup_m128", 28672, 8192, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
+  wgmma_rule_cases();
   // Tiles per warp (wgmma_nt_for) against their neighbours, on down projections
   // (70B N = 8192: 384-row tiles leave the last of 22 a third full; 256 and 128
   // rows divide N) and on layers with N < 8192 at 33..64 rows (v50); three
@@ -945,7 +947,6 @@ int main(int argc, char** argv) {
   run_case({"70b_down_m64_nt1", 8192, 28672, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
   run_case({"70b_down_m32_nt2", 8192, 28672, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
   run_case({"70b_gateup_m64_nt2", 28672, 8192, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
-  run_case({"8b_down_m64", 4096, 14336, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
   run_case({"8b_down_m64_nt1", 4096, 14336, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
   run_case({"8b_gateup_m64_nt1", 14336, 4096, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
   run_case({"8b_gateup_m32_nt1", 14336, 4096, 32, W, 1}, Runner<Wg4<32, 1>, W>{});
@@ -975,14 +976,10 @@ int main(int argc, char** argv) {
   run_case({"n8192k4096_m32_nt3", 8192, 4096, 32, W, 3}, Runner<Wg4<32, 3>, W>{});
   run_case({"8b_gateup_m24", 14336, 4096, 24, W, 2}, Runner<Wg4<32, 2>, W>{});
   run_case({"8b_gateup_m24_nt3", 14336, 4096, 24, W, 3}, Runner<Wg4<32, 3>, W>{});
-  run_case({"8b_gateup_m32", 14336, 4096, 32, W, 2}, Runner<Wg4<32, 2>, W>{});
-  run_case({"8b_gateup_m64", 14336, 4096, 64, W, 2}, Runner<Wg4<64, 2>, W>{});
-  run_case({"8b_gateup_m128", 14336, 4096, 128, W, 4}, Runner<WgWhole4, W>{});
   run_case({"qwen3_gateup_m16", 5120, 2048, 16, W, 1}, Runner<Wg4<16, 1>, W>{});
   run_case({"qwen3_down_m16", 2048, 5120, 16, W, 1}, Runner<Wg4<16, 1>, W>{});
   // k = 5 (the pair table's replicas: wgmma_k5_copies)
   run_case({"70b_gateup_m32_k5", 28672, 8192, 32, W, 3, 5}, Runner<WgK<5, 32, 3>, W>{});
-  run_case({"70b_gateup_m64_k5", 28672, 8192, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
   run_case({"70b_down_m64_k5", 8192, 28672, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
   run_case({"70b_gateup_m128_k5", 28672, 8192, 128, W, 1, 5}, Runner<WgK<5, 128, 1>, W>{});
   run_case({"8b_gateup_m64_k5", 14336, 4096, 64, W, 2, 5}, Runner<WgK<5, 64, 2>, W>{});
