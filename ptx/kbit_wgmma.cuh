@@ -88,12 +88,19 @@ struct WgmmaParams : KbitParams {
 #endif
 
 // The share's loop (below): a loop per tile part with the epilogue after it,
-// or one loop over the share's units with the epilogue in its body. 1: the
-// loop per part everywhere, 0: nowhere, 2: except at 64 rows (H200, tc_bench,
-// docs/results.md v65: per part 8 % faster at 32 rows, ~1 us faster at 128,
-// 1-2 % slower at 64).
+// or one loop over the share's units with the epilogue in its body (as
+// before v66). 1: the loop per part everywhere, 0: nowhere, 2: where it was
+// faster (Cfg::kTileLoop). H200, tc_bench, two alternating rounds against
+// the one loop (docs/results.md v66): 32-row tiles of two or three 16-row
+// weight tiles per warp 1.3-1.8 us faster (Llama-3-8B gate/up 27.5-27.9 vs
+// 29.1-29.3, 70B gate/up / down 70.8-71.7 / 70.5-71.5 vs 72.3-72.6 /
+// 72.4-73.0), whole 128-row tiles of 8 warps 0.9 us (8B gate/up M = 128
+// 37.8-38.1 vs 38.7-39.0). Not taken: 64-row tiles (0.3-1.3 us slower, but
+// 70B k = 5 2 us faster), one weight tile per warp at 32 and 64 rows (Qwen3,
+// 0.3-0.5 us slower), the stream-K 128-row tiles of 12 warps (70B gate/up
+// 0.8 us faster, Qwen3 gate/up 0.4-1.7 slower, the down layers level).
 #ifndef KBIT_WGMMA_TILE_LOOP
-#define KBIT_WGMMA_TILE_LOOP 1
+#define KBIT_WGMMA_TILE_LOOP 2
 #endif
 
 #ifndef KBIT_WGMMA_STAGED_STORE
@@ -215,7 +222,9 @@ struct WgmmaConfig {
   static constexpr int kPieceN = BLOCK_M < 64 ? BLOCK_M : 64;   // wgmma N of one instruction
   static constexpr int kPieces = BLOCK_M / kPieceN;
   static constexpr int kSumBatch = 4;   // (finish_tile's loads of a split tile's sum; see KbitConfig)
-  static constexpr bool kTileLoop = KBIT_WGMMA_TILE_LOOP == 1 || (KBIT_WGMMA_TILE_LOOP == 2 && kBlockM_ != 64);
+  static constexpr bool kTileLoop =   // (KBIT_WGMMA_TILE_LOOP)
+      KBIT_WGMMA_TILE_LOOP == 1 ||
+      (KBIT_WGMMA_TILE_LOOP == 2 && ((kBlockM_ == 32 && kNT_ > 1) || (kBlockM_ == 128 && kWarps_ == 8)));
 
   static constexpr int kABytes = BLOCK_M * kTileK * 2;
   static constexpr int kWBytes = BLOCK_N * 2 * kBits * 4;
