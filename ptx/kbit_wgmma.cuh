@@ -92,13 +92,14 @@ struct WgmmaParams : KbitParams {
 // before v66). 1: the loop per part everywhere, 0: nowhere, 2: where it was
 // faster (Cfg::kTileLoop). H200, tc_bench, two alternating rounds against
 // the one loop (docs/results.md v66): 32-row tiles of two or three 16-row
-// weight tiles per warp 1.3-1.8 us faster (Llama-3-8B gate/up 27.5-27.9 vs
+// weight tiles per warp 0.8-1.8 us faster (Llama-3-8B gate/up 27.5-27.9 vs
 // 29.1-29.3, 70B gate/up / down 70.8-71.7 / 70.5-71.5 vs 72.3-72.6 /
 // 72.4-73.0), whole 128-row tiles of 8 warps 0.9 us (8B gate/up M = 128
-// 37.8-38.1 vs 38.7-39.0). Not taken: 64-row tiles (0.3-1.3 us slower, but
-// 70B k = 5 2 us faster), one weight tile per warp at 32 and 64 rows (Qwen3,
-// 0.3-0.5 us slower), the stream-K 128-row tiles of 12 warps (70B gate/up
-// 0.8 us faster, Qwen3 gate/up 0.4-1.7 slower, the down layers level).
+// 37.8-38.1 vs 38.7-39.0). Not taken, per round: 64-row tiles (0-1.8 us
+// slower, but 70B k = 5 1.7-2.6 us faster), one weight tile per warp at 32
+// and 64 rows (Qwen3, 0-0.5 us slower), the stream-K 128-row tiles of 12
+// warps (70B gate/up 0.1-1.2 us faster, Qwen3 gate/up 0.6-0.9 slower, the
+// down layers level).
 #ifndef KBIT_WGMMA_TILE_LOOP
 #define KBIT_WGMMA_TILE_LOOP 2
 #endif

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One device call: build, GPU tests, sanitizers, host overhead, ncu, benchmarks.
 # Usage (repo root on the GPU machine): STEPS="build tests sanitize|memcheck|racecheck|synccheck host ncu bench bench_tiled variants ab" \
-#   BENCH='regex' BENCH_TILED='regex' NCU='case1 case2' ROUNDS=n bash scripts/device_run.sh [extra eval/run.py args]
+#   BENCH='regex' BENCH_ROUNDS=n BENCH_TILED='regex' NCU='case1 case2' ROUNDS=n bash scripts/device_run.sh [extra eval/run.py args]
 # ab: BENCH in this tree and in build/old (an older tree carried to the device,
 # e.g. `git archive <commit> | tar -x -C build/old`), alternating, ROUNDS times.
 # Logs go to $OUT (or ./out).
@@ -74,9 +74,19 @@ if has ncu; then
     echo "== ncu $c"; grep -E "Duration|DRAM Throughput|Memory Throughput|Compute \(SM\)|Achieved Occupancy|Registers Per|Issue Slots Busy|Eligible Warps|No Eligible|Warp Cycles Per Issued|Grid Size|Block Limit" "$OUT/ncu_$c.txt" | sed 's/  \+/ /g'
   done
 fi
+# BENCH_ROUNDS=n (n > 1): n runs into bench_r1..n.json / .txt for scripts/standings.py, each
+# summarized by its last line and failures. (Run eval/run.py through this script, or with
+# KBIT_BUILD_DIR as set above: without it the family builds again, into torch's own folder, ~5 min.)
 if has bench; then
-  python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/bench.json" "$@" > "$OUT/bench.txt" 2>&1
-  grep -E "^  (pass|FAIL)|streaming|benchmarks:" "$OUT/bench.txt" | cut -c1-130
+  if [ "${BENCH_ROUNDS:-1}" -gt 1 ]; then
+    for r in $(seq "$BENCH_ROUNDS"); do
+      python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/bench_r$r.json" "$@" > "$OUT/bench_r$r.txt" 2>&1
+      echo "run $r: $(grep -E "^benchmarks:" "$OUT/bench_r$r.txt") $(grep -c "^  FAIL" "$OUT/bench_r$r.txt") failed"
+    done
+  else
+    python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/bench.json" "$@" > "$OUT/bench.txt" 2>&1
+    grep -E "^  (pass|FAIL)|streaming|benchmarks:" "$OUT/bench.txt" | cut -c1-130
+  fi
 fi
 # The same benchmarks with the tiled GEMM kernel for every M (the decode crossover).
 if has bench_tiled; then
