@@ -578,6 +578,11 @@ int main(int argc, char** argv) {
     run_case({"qwen3_down_m64", 2048, 5120, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
     run_case({"70b_gateup_m64_k5", 28672, 8192, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
     run_case({"8b_down_m64_k2", 4096, 14336, 64, W, 2, 2}, Runner<WgK<2, 64, 2>, W>{});
+    // the other k of the benchmarks' 64-row rows (eval/tasks/kbit_gemm.json)
+    run_case({"70b_gateup_m64_k2", 28672, 8192, 64, W, 3, 2}, Runner<WgK<2, 64, 3>, W>{});
+    run_case({"70b_gateup_m64_k3", 28672, 8192, 64, W, 3, 3}, Runner<WgK<3, 64, 3>, W>{});
+    run_case({"8b_down_m64_k3", 4096, 14336, 64, W, 2, 3}, Runner<WgK<3, 64, 2>, W>{});
+    run_case({"8b_down_m64_k5", 4096, 14336, 64, W, 2, 5}, Runner<WgK<5, 64, 2>, W>{});
   };
 #ifdef TC_WGMMA_ONLY   // the wgmma kernel's cases from 32 rows on alone: a faster build for its probes
   (void)T;
