@@ -104,6 +104,13 @@ struct WgmmaParams : KbitParams {
 #define KBIT_WGMMA_TILE_LOOP 2
 #endif
 
+// What the first copies will read, asked of L2 at the CTA's start
+// (prefetch_first_stages): bit 0 the activations' tensor map, bit 1 a dense
+// layer's first kStages units. An A/B switch, not measured yet: off.
+#ifndef KBIT_WGMMA_PREFETCH
+#define KBIT_WGMMA_PREFETCH 0
+#endif
+
 #ifndef KBIT_WGMMA_STAGED_STORE
 #define KBIT_WGMMA_STAGED_STORE 1   // 0: the share's last tile stores C from registers too (A/B)
 #endif
@@ -345,6 +352,37 @@ struct TmaCursor : WeightCursor<Cfg> {
   }
 };
 
+// A TmaCursor whose stage goes into L2 instead of a ring slot.
+template <class Cfg>
+struct PrefetchCursor : TmaCursor<Cfg> {
+  __device__ __forceinline__ void issue(const WgmmaParams& p, int) const {
+    ptx::cp_async_bulk_prefetch_tensor_2d_l2(&p.a_map, this->kt * kTileK, this->row0);
+    ptx::cp_async_bulk_prefetch_l2(this->w_src, this->w_bytes);
+    ptx::cp_async_bulk_prefetch_l2(this->s_src, this->w_bytes / (4 * Cfg::kBits));
+  }
+};
+
+// At the CTA's start, before the tables (one thread; KBIT_WGMMA_PREFETCH):
+// the copies leave only once the tables are built, ~1.8 us into the call, and
+// the first stage lands at 3.3-3.9 us (H200, docs/results.md v65), so the
+// set-up and the DRAM latency add up. Here the first units' bytes are asked
+// of L2 while the tables are built. Dense layers only: a grouped share
+// follows from the slot table, which is built with the tables. (v32 issued
+// the first copies themselves before the tables, into the ring, and was
+// slower; docs/design.md.)
+template <class Cfg>
+__device__ __forceinline__ void prefetch_first_stages(const WgmmaParams& p) {
+  if constexpr ((KBIT_WGMMA_PREFETCH & 1) != 0) ptx::prefetch_tensormap(&p.a_map);
+  if constexpr ((KBIT_WGMMA_PREFETCH & 2) != 0) {
+    if (p.E != 1) return;
+    const StreamKShare sh = StreamKShare::with_slots<Cfg>(p, cdiv(p.M, Cfg::BLOCK_M));
+    if (sh.u_begin == sh.u_end) return;
+    Producer<Cfg, PrefetchCursor<Cfg>> pf;   // (a dense layer's positions read no slot table)
+    pf.start(p, sh, nullptr, 0);
+    for (int n = 0; n < Cfg::kStages; ++n) pf.produce(p, sh, nullptr, 0);
+  }
+}
+
 // Issues the MMAs of one K-tile: acc (+)= W_frag * A_stage^T. `accumulate` = 0
 // overwrites the accumulators at the first k16 step (a tile's first unit).
 template <class Cfg>
@@ -411,6 +449,9 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   const uint32_t bar_s = ptx::smem_u32(full_bar), empty_s = ptx::smem_u32(empty_bar);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  // (the copy warp's first thread, or warp 1's: thread 0 initializes the barriers)
+  if constexpr (KBIT_WGMMA_PREFETCH != 0)
+    if (tid == (Cfg::kCopyWarp ? Cfg::kThreads : kWarpSize)) prefetch_first_stages<Cfg>(p);
   if (tid == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
       ptx::mbarrier_init(bar_s + 8 * s, 1);

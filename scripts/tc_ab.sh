@@ -7,6 +7,9 @@
 #
 #   rm -rf build/base && mkdir -p build/base && git archive main ptx scripts | tar -x -C build/base
 #   TC_FLAGS="-DTC_WGMMA_ONLY" ROUNDS=2 bash scripts/tc_ab.sh [case-substring | =case ...]   (on the device)
+#
+# NEW_FLAGS go to this tree's build only: a compile-time switch against the
+# same commit (build/base from HEAD), e.g. NEW_FLAGS="-DKBIT_WGMMA_PREFETCH=3".
 #   python3 scripts/sass_loops.py new.sass.gz --against base.sass.gz wgmma_kernel            (here)
 #
 # Outputs in $OUT (or /tmp/out): new.sass.gz, base.sass.gz, ab.txt.
@@ -15,7 +18,7 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" build
 [ -f build/base/scripts/tc_bench.cu ] || { echo "no build/base (see the header)"; exit 2; }
 F="-O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr ${TC_FLAGS:--DTC_WGMMA_ONLY}"
 t0=$(date +%s)
-nvcc $F -I. -Iptx -Iscripts -o build/tc_new scripts/tc_bench.cu > "$OUT/build_new.log" 2>&1 &
+nvcc $F ${NEW_FLAGS:-} -I. -Iptx -Iscripts -o build/tc_new scripts/tc_bench.cu > "$OUT/build_new.log" 2>&1 &
 (cd build/base && nvcc $F -I. -Iptx -Iscripts -o ../tc_base scripts/tc_bench.cu) > "$OUT/build_base.log" 2>&1 &
 wait
 echo "builds: $(( $(date +%s) - t0 )) s"
