@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """The main loop of each kernel in a `cuobjdump -sass` listing: its length in
 instructions, its instruction mix, and how its shared-memory table lookups
-address the table.
+address the table. The main loop is the longest loop before the function's
+last EXIT; with --hot, the shortest loop that holds a tensor-core instruction
+(the wgmma kernel's loop over a tile part's units, inside the loop over the
+share's parts, where Cfg::kTileLoop).
 
 The decode and row-owning kernels look up their dequantization table with one
 PRMT (the address within the table) and one LDS. ptxas folds the table's base
@@ -61,18 +64,39 @@ def functions(lines):
     return out
 
 
-def main_loop(instrs):
-    """The longest span [target, branch] of a backward branch: the main loop."""
-    best = None
+# Tensor-core instructions, for --hot.
+TENSOR = re.compile(r"^(HGMMA|HMMA|IMMA|QMMA|OMMA|UTC\w*MMA)\b")
+
+
+def loops(instrs):
+    """The spans [target, branch] of the backward branches that lie before the
+    function's last EXIT. ptxas puts slow paths after it, e.g. an mbarrier
+    wait's retry, whose branch back into the code would span most of the
+    function (the wgmma kernel's listings until v66: 20-30 % more than its
+    loop)."""
+    exits = [addr for addr, text in instrs if text.startswith("EXIT")]
+    last = exits[-1] if exits else None
+    out = []
     for addr, text in instrs:
         m = BRANCH.search(text)
-        if m and int(m.group(1), 16) < addr:
-            span = (int(m.group(1), 16), addr)
-            if best is None or span[1] - span[0] > best[1] - best[0]:
-                best = span
-    if best is None:
+        if m and int(m.group(1), 16) < addr and (last is None or addr < last):
+            out.append((int(m.group(1), 16), addr))
+    return out
+
+
+def main_loop(instrs, hot=False):
+    """The main loop: the longest loop, or (hot) the shortest loop that holds
+    a tensor-core instruction, e.g. the wgmma kernel's loop over a tile part's
+    units inside its loop over the parts (v66; the longest loop if none)."""
+    spans = loops(instrs)
+    body = lambda span: [text for addr, text in instrs if span[0] <= addr <= span[1]]
+    if hot:
+        with_mma = [s for s in spans if any(TENSOR.match(t) for t in body(s))]
+        if with_mma:
+            return body(min(with_mma, key=lambda s: s[1] - s[0]))
+    if not spans:
         return []
-    return [text for addr, text in instrs if best[0] <= addr <= best[1]]
+    return body(max(spans, key=lambda s: s[1] - s[0]))
 
 
 def address_source(body, i, reg):
@@ -98,7 +122,7 @@ def summary(body):
     }
 
 
-def read_listing(path):
+def read_listing(path, hot=False):
     """{name: loop summary} of a listing file (plain or .gz, or - for stdin)."""
     if path == "-":
         lines = sys.stdin.read().split("\n")
@@ -106,7 +130,7 @@ def read_listing(path):
         opener = gzip.open if path.endswith(".gz") else open
         with opener(path, "rt") as f:
             lines = f.read().split("\n")
-    return {name: summary(main_loop(instrs)) for name, instrs in functions(lines).items()}
+    return {name: summary(main_loop(instrs, hot)) for name, instrs in functions(lines).items()}
 
 
 def lost_base(s, base):
@@ -127,15 +151,17 @@ def main(argv=None):
     ap.add_argument("--ops", type=int, default=0)
     ap.add_argument("--against", metavar="BASE",
                     help="a second listing to compare with (exit 1 if a base is lost or a loop grew)")
+    ap.add_argument("--hot", action="store_true",
+                    help="the shortest loop holding a tensor-core instruction instead of the longest loop")
     ap.add_argument("--grow", type=float, default=5.0, metavar="PCT",
                     help="with --against: a loop longer than BASE's by more than PCT %% is marked GREW (default 5)")
     args = ap.parse_intermixed_args(argv)
-    loops = read_listing(args.listing)
-    base = read_listing(args.against) if args.against else None
+    found = read_listing(args.listing, args.hot)
+    base = read_listing(args.against, args.hot) if args.against else None
     head = f"{'loop':>5s} {'LDS [R+UR]':>10s} {'LDS [R]':>7s} {'(added)':>7s}"
     print(head + (f" | {head}  {'':7s}" if base is not None else "") + "  function")
     lost = longer = 0
-    for name, s in loops.items():
+    for name, s in found.items():
         if args.names and not any(x in name for x in args.names):
             continue
         line = f"{s['instructions']:5d} {s['lds_ur']:10d} {s['lds_reg']:7d} {s['lds_add']:7d}"

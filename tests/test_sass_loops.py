@@ -85,3 +85,42 @@ def test_against_marks_a_longer_loop(tmp_path, capsys):
     assert sass_loops.main([str(paths["longer"]), "--against", str(paths["base"]), "--grow", "20"]) == 0
     row_a = next(line for line in capsys.readouterr().out.split("\n") if line.endswith("kernel_a"))
     assert "changed" in row_a and "GREW" not in row_a
+
+
+# A loop over parts holding a loop over units with the tensor instructions,
+# and after the last EXIT a wait's retry that branches back to the start.
+NESTED = """
+		Function : kernel_c
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R2 ;
+        /*0020*/              @!P0 BRA 0x100 ;
+        /*0030*/                   LDS R3, [R4+UR5] ;
+        /*0040*/                   HGMMA.64x64x16.F32 R8, R12, gdesc[UR8], R8 ;
+        /*0050*/               @P1 BRA 0x30 ;
+        /*0060*/                   STG.E [R6.64], R8 ;
+        /*0070*/               @P2 BRA 0x10 ;
+        /*0080*/                   EXIT ;
+        /*0090*/                   BRA 0x90 ;
+        /*0100*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [UR4], R2 ;
+        /*0110*/              @!P0 BRA 0x100 ;
+        /*0120*/                   BRA 0x0 ;
+"""
+
+
+def test_loops_before_the_last_exit_and_the_hot_loop(tmp_path, capsys):
+    # The retry's branch back to 0x0 (after the EXIT) is not a loop: the main
+    # loop is the one over parts (0x10..0x70); --hot takes the one over units.
+    instrs = sass_loops.functions(NESTED.split("\n"))["kernel_c"]
+    assert sass_loops.loops(instrs) == [(0x30, 0x50), (0x10, 0x70)]
+    main = sass_loops.main_loop(instrs)
+    assert len(main) == 7 and main[0].startswith("SYNCS") and main[-1] == "BRA 0x10"
+    hot = sass_loops.main_loop(instrs, hot=True)
+    assert len(hot) == 3 and hot[0].startswith("LDS") and hot[1].startswith("HGMMA")
+    # Without a tensor instruction --hot falls back to the longest loop.
+    assert sass_loops.main_loop(sass_loops.functions(LISTING.split("\n"))["kernel_a"], hot=True) == \
+        sass_loops.main_loop(sass_loops.functions(LISTING.split("\n"))["kernel_a"])
+    path = tmp_path / "c.sass"
+    path.write_text(NESTED)
+    assert sass_loops.main([str(path), "--hot", "--against", str(path)]) == 0
+    row = next(line for line in capsys.readouterr().out.split("\n") if line.endswith("kernel_c"))
+    assert row.split()[:4] == ["3", "1", "0", "0"]
