@@ -12,7 +12,8 @@
 # same commit (build/base from HEAD), e.g. NEW_FLAGS="-DKBIT_WGMMA_PREFETCH=3".
 #   python3 scripts/sass_loops.py new.sass.gz --against base.sass.gz wgmma_kernel            (here)
 #
-# Outputs in $OUT (or /tmp/out): new.sass.gz, base.sass.gz, ab.txt.
+# Outputs in $OUT (or /tmp/out): new.sass.gz, base.sass.gz, ab.txt, and
+# ab_summary.txt (scripts/ab_summary.py: a line per case, printed last).
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" build
 [ -f build/base/scripts/tc_bench.cu ] || { echo "no build/base (see the header)"; exit 2; }
@@ -30,3 +31,4 @@ run() { echo "=== round $1 $2"; build/tc_$2 "${@:3}" 2>&1 | grep -v "^device\|^g
 for r in $(seq 1 "${ROUNDS:-2}"); do
   if [ $((r % 2)) = 1 ]; then run "$r" new "$@"; run "$r" base "$@"; else run "$r" base "$@"; run "$r" new "$@"; fi
 done | tee "$OUT/ab.txt"
+python3 scripts/ab_summary.py "$OUT/ab.txt" | tee "$OUT/ab_summary.txt"
