@@ -111,6 +111,13 @@ struct WgmmaParams : KbitParams {
 #define KBIT_WGMMA_PREFETCH 0
 #endif
 
+// The scales as T pairs in the table (dequant_block's kPacked), not floats
+// packed per use: one conversion less per scale and K-block (4 per unit and
+// weight tile of a warp). An A/B switch, not measured yet: off.
+#ifndef KBIT_WGMMA_PACKED_SCALES
+#define KBIT_WGMMA_PACKED_SCALES 0
+#endif
+
 #ifndef KBIT_WGMMA_STAGED_STORE
 #define KBIT_WGMMA_STAGED_STORE 1   // 0: the share's last tile stores C from registers too (A/B)
 #endif
@@ -312,8 +319,8 @@ __device__ __forceinline__ void dequant_ktile(uint32_t (&f)[Cfg::kNT][4][4], con
 #pragma unroll
     for (int blk = 0; blk < 2; ++blk) {
       float scale[2];
-      dequant_block<Cfg, true>(reinterpret_cast<uint32_t(&)[2][4]>(f[nt][2 * blk]), scale, w_s, sa, sb, r, blk,
-                               lut, lane_off, e4m4, rot);
+      dequant_block<Cfg, true, KBIT_WGMMA_PACKED_SCALES != 0>(reinterpret_cast<uint32_t(&)[2][4]>(f[nt][2 * blk]),
+                                                               scale, w_s, sa, sb, r, blk, lut, lane_off, e4m4, rot);
     }
   }
 }
@@ -500,6 +507,13 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
 #pragma unroll
     for (int s = 0; s < Cfg::kStages - 1; ++s)
       prod.produce(p, sh, slot_start, tid, ring_s + s * Cfg::kStageBytes, bar_s + 8 * s);
+  }
+  if constexpr (KBIT_WGMMA_PACKED_SCALES != 0) {
+    // The scale table as T pairs, in place (only the MMA warps read it), while
+    // the first stage is on its way.
+    for (int i = tid; i < 256; i += Cfg::kThreads)
+      reinterpret_cast<uint32_t*>(e4m4)[i] = Elem<typename Cfg::T>::pack(e4m4[i], e4m4[i]);
+    MmaWarpsSync<Cfg>{}();
   }
   // Parity of each stage's next completion (bit s).
   uint32_t phases = 0;
