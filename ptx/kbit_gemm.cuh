@@ -494,6 +494,7 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], float (&sc
                                               uint32_t sbyte_a, uint32_t sbyte_b, int r, int blk,
                                               const uint8_t* lut, uint32_t lane_off, const float* e4m4,
                                               const uint32_t (&rot)[5]) {
+  static_assert(kScaled || !kPacked, "a packed scale table is for scales multiplied into the fragments");
   constexpr int kShift = Cfg::kLutShift;
   using T = typename Cfg::T;
   uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
