@@ -485,16 +485,12 @@ __device__ __forceinline__ uint32_t lookup_pair(const uint8_t* lut, uint32_t lan
 // One 32-block (blk) of rows r and r + 8 of a stage: the A fragments of its
 // two k16 MMA steps, frag[h], and the block's scales of the two rows. With
 // kScaled the scales are multiplied into the fragments (T arithmetic), else
-// the caller applies them to the fp32 partial sums. kPacked (with kScaled):
-// `e4m4` holds each scale as a T pair (Elem<T>::pack of the float, 4 bytes
-// as well, so the same offsets), which saves the conversion; scale[] is then
-// not set.
-template <class Cfg, bool kScaled, bool kPacked = false>
+// the caller applies them to the fp32 partial sums.
+template <class Cfg, bool kScaled>
 __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], float (&scale)[2], const uint32_t* w_s,
                                               uint32_t sbyte_a, uint32_t sbyte_b, int r, int blk,
                                               const uint8_t* lut, uint32_t lane_off, const float* e4m4,
                                               const uint32_t (&rot)[5]) {
-  static_assert(kScaled || !kPacked, "a packed scale table is for scales multiplied into the fragments");
   constexpr int kShift = Cfg::kLutShift;
   using T = typename Cfg::T;
   uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
@@ -510,23 +506,14 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], float (&sc
   frag[1][1] = lookup_pair<Cfg, 2>(lut, lane_off, xb);
   frag[1][2] = lookup_pair<Cfg, 3>(lut, lane_off, xa);
   frag[1][3] = lookup_pair<Cfg, 3>(lut, lane_off, xb);
-  // scale bytes -> byte offsets into the table (x4), block blk's byte
-  const auto entry = [&](uint32_t sbyte) {
-    return reinterpret_cast<const uint8_t*>(e4m4) + ((blk ? sbyte >> 6 : sbyte << 2) & 0x3FCu);
-  };
-  if constexpr (!kPacked) {
-    scale[0] = *reinterpret_cast<const float*>(entry(sbyte_a));
-    scale[1] = *reinterpret_cast<const float*>(entry(sbyte_b));
-  }
+  // scale bytes -> byte offsets into the float table (x4), block blk's byte
+  scale[0] = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(e4m4) +
+                                             ((blk ? sbyte_a >> 6 : sbyte_a << 2) & 0x3FCu));
+  scale[1] = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(e4m4) +
+                                             ((blk ? sbyte_b >> 6 : sbyte_b << 2) & 0x3FCu));
   if constexpr (kScaled) {
-    uint32_t sa, sb;
-    if constexpr (kPacked) {
-      sa = *reinterpret_cast<const uint32_t*>(entry(sbyte_a));
-      sb = *reinterpret_cast<const uint32_t*>(entry(sbyte_b));
-    } else {
-      sa = Elem<T>::pack(scale[0], scale[0]);
-      sb = Elem<T>::pack(scale[1], scale[1]);
-    }
+    const uint32_t sa = Elem<T>::pack(scale[0], scale[0]);
+    const uint32_t sb = Elem<T>::pack(scale[1], scale[1]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       frag[h][0] = Elem<T>::mul2(frag[h][0], sa);

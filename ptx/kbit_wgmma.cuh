@@ -95,27 +95,16 @@ struct WgmmaParams : KbitParams {
 // weight tiles per warp 0.8-1.8 us faster (Llama-3-8B gate/up 27.5-27.9 vs
 // 29.1-29.3, 70B gate/up / down 70.8-71.7 / 70.5-71.5 vs 72.3-72.6 /
 // 72.4-73.0), whole 128-row tiles of 8 warps 0.9 us (8B gate/up M = 128
-// 37.8-38.1 vs 38.7-39.0). Not taken, per round: 64-row tiles (0-1.8 us
-// slower, but 70B k = 5 1.7-2.6 us faster), one weight tile per warp at 32
-// and 64 rows (Qwen3, 0-0.5 us slower), the stream-K 128-row tiles of 12
+// 37.8-38.1 vs 38.7-39.0). At 64 rows only with three weight tiles per warp
+// and k != 4 (v67, Llama-3-70B gate/up: k = 3 2.6-3.0 us faster, k = 5
+// 2.2, k = 2 0.2-1.3; k = 4 0.2-0.6 slower, down level). Not taken, per
+// round: the other 64-row tiles (two weight tiles per warp: 8B down k = 2
+// 0.9-1.5 us slower, k = 4 / 5 0.1-0.8), one weight tile per warp at 32
+// and 64 rows (Qwen3, -0.6..+0.5 us), the stream-K 128-row tiles of 12
 // warps (70B gate/up 0.1-1.2 us faster, Qwen3 gate/up 0.6-0.9 slower, the
 // down layers level).
 #ifndef KBIT_WGMMA_TILE_LOOP
 #define KBIT_WGMMA_TILE_LOOP 2
-#endif
-
-// What the first copies will read, asked of L2 at the CTA's start
-// (prefetch_first_stages): bit 0 the activations' tensor map, bit 1 a dense
-// layer's first kStages units. An A/B switch, not measured yet: off.
-#ifndef KBIT_WGMMA_PREFETCH
-#define KBIT_WGMMA_PREFETCH 0
-#endif
-
-// The scales as T pairs in the table (dequant_block's kPacked), not floats
-// packed per use: one conversion less per scale and K-block (4 per unit and
-// weight tile of a warp). An A/B switch, not measured yet: off.
-#ifndef KBIT_WGMMA_PACKED_SCALES
-#define KBIT_WGMMA_PACKED_SCALES 0
 #endif
 
 #ifndef KBIT_WGMMA_STAGED_STORE
@@ -239,7 +228,8 @@ struct WgmmaConfig {
   static constexpr int kSumBatch = 4;   // (finish_tile's loads of a split tile's sum; see KbitConfig)
   static constexpr bool kTileLoop =   // (KBIT_WGMMA_TILE_LOOP)
       KBIT_WGMMA_TILE_LOOP == 1 ||
-      (KBIT_WGMMA_TILE_LOOP == 2 && ((kBlockM_ == 32 && kNT_ > 1) || (kBlockM_ == 128 && kWarps_ == 8)));
+      (KBIT_WGMMA_TILE_LOOP == 2 && ((kBlockM_ == 32 && kNT_ > 1) || (kBlockM_ == 64 && kNT_ == 3 && kBits_ != 4) ||
+                                     (kBlockM_ == 128 && kWarps_ == 8)));
 
   static constexpr int kABytes = BLOCK_M * kTileK * 2;
   static constexpr int kWBytes = BLOCK_N * 2 * kBits * 4;
@@ -319,8 +309,8 @@ __device__ __forceinline__ void dequant_ktile(uint32_t (&f)[Cfg::kNT][4][4], con
 #pragma unroll
     for (int blk = 0; blk < 2; ++blk) {
       float scale[2];
-      dequant_block<Cfg, true, KBIT_WGMMA_PACKED_SCALES != 0>(reinterpret_cast<uint32_t(&)[2][4]>(f[nt][2 * blk]),
-                                                               scale, w_s, sa, sb, r, blk, lut, lane_off, e4m4, rot);
+      dequant_block<Cfg, true>(reinterpret_cast<uint32_t(&)[2][4]>(f[nt][2 * blk]), scale, w_s, sa, sb, r, blk,
+                               lut, lane_off, e4m4, rot);
     }
   }
 }
@@ -358,37 +348,6 @@ struct TmaCursor : WeightCursor<Cfg> {
     ptx::cp_async_bulk_g2s(stage + Cfg::kSOff, this->s_src, s_bytes, full);
   }
 };
-
-// A TmaCursor whose stage goes into L2 instead of a ring slot.
-template <class Cfg>
-struct PrefetchCursor : TmaCursor<Cfg> {
-  __device__ __forceinline__ void issue(const WgmmaParams& p, int) const {
-    ptx::cp_async_bulk_prefetch_tensor_2d_l2(&p.a_map, this->kt * kTileK, this->row0);
-    ptx::cp_async_bulk_prefetch_l2(this->w_src, this->w_bytes);
-    ptx::cp_async_bulk_prefetch_l2(this->s_src, this->w_bytes / (4 * Cfg::kBits));
-  }
-};
-
-// At the CTA's start, before the tables (one thread; KBIT_WGMMA_PREFETCH):
-// the copies leave only once the tables are built, ~1.8 us into the call, and
-// the first stage lands at 3.3-3.9 us (H200, docs/results.md v65), so the
-// set-up and the DRAM latency add up. Here the first units' bytes are asked
-// of L2 while the tables are built. Dense layers only: a grouped share
-// follows from the slot table, which is built with the tables. (v32 issued
-// the first copies themselves before the tables, into the ring, and was
-// slower; docs/design.md.)
-template <class Cfg>
-__device__ __forceinline__ void prefetch_first_stages(const WgmmaParams& p) {
-  if constexpr ((KBIT_WGMMA_PREFETCH & 1) != 0) ptx::prefetch_tensormap(&p.a_map);
-  if constexpr ((KBIT_WGMMA_PREFETCH & 2) != 0) {
-    if (p.E != 1) return;
-    const StreamKShare sh = StreamKShare::with_slots<Cfg>(p, cdiv(p.M, Cfg::BLOCK_M));
-    if (sh.u_begin == sh.u_end) return;
-    Producer<Cfg, PrefetchCursor<Cfg>> pf;   // (a dense layer's positions read no slot table)
-    pf.start(p, sh, nullptr, 0);
-    for (int n = 0; n < Cfg::kStages; ++n) pf.produce(p, sh, nullptr, 0);
-  }
-}
 
 // Issues the MMAs of one K-tile: acc (+)= W_frag * A_stage^T. `accumulate` = 0
 // overwrites the accumulators at the first k16 step (a tile's first unit).
@@ -456,9 +415,6 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   const uint32_t bar_s = ptx::smem_u32(full_bar), empty_s = ptx::smem_u32(empty_bar);
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  // (the copy warp's first thread, or warp 1's: thread 0 initializes the barriers)
-  if constexpr (KBIT_WGMMA_PREFETCH != 0)
-    if (tid == (Cfg::kCopyWarp ? Cfg::kThreads : kWarpSize)) prefetch_first_stages<Cfg>(p);
   if (tid == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
       ptx::mbarrier_init(bar_s + 8 * s, 1);
@@ -507,13 +463,6 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
 #pragma unroll
     for (int s = 0; s < Cfg::kStages - 1; ++s)
       prod.produce(p, sh, slot_start, tid, ring_s + s * Cfg::kStageBytes, bar_s + 8 * s);
-  }
-  if constexpr (KBIT_WGMMA_PACKED_SCALES != 0) {
-    // The scale table as T pairs, in place (only the MMA warps read it), while
-    // the first stage is on its way.
-    for (int i = tid; i < 256; i += Cfg::kThreads)
-      reinterpret_cast<uint32_t*>(e4m4)[i] = Elem<typename Cfg::T>::pack(e4m4[i], e4m4[i]);
-    MmaWarpsSync<Cfg>{}();
   }
   // Parity of each stage's next completion (bit s).
   uint32_t phases = 0;

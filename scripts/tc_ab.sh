@@ -12,7 +12,8 @@
 # same commit (build/base from HEAD), e.g. NEW_FLAGS="-DKBIT_WGMMA_PREFETCH=3".
 #   python3 scripts/sass_loops.py new.sass.gz --against base.sass.gz wgmma_kernel            (here)
 #
-# Outputs in $OUT (or /tmp/out): new.sass.gz, base.sass.gz, ab.txt, and
+# Outputs in $OUT (or /tmp/out): new.sass.gz, base.sass.gz, loops.txt (sass_loops.py
+# --against, its last lines printed before the rounds), ab.txt, and
 # ab_summary.txt (scripts/ab_summary.py: a line per case, printed last).
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" build
@@ -27,6 +28,10 @@ for b in new base; do
   [ -x build/tc_$b ] || { echo "build $b failed:"; tail -5 "$OUT/build_$b.log"; exit 1; }
   cuobjdump -sass build/tc_$b | gzip > "$OUT/$b.sass.gz"
 done
+# The loops before the clocks: a LOST table base or a GREW loop explains a
+# difference before any timing does (exit status 1 then; the rounds still run).
+python3 scripts/sass_loops.py "$OUT/new.sass.gz" --against "$OUT/base.sass.gz" wgmma_kernel > "$OUT/loops.txt" 2>&1
+tail -3 "$OUT/loops.txt"
 run() { echo "=== round $1 $2"; build/tc_$2 "${@:3}" 2>&1 | grep -v "^device\|^graph us\|^case"; }
 for r in $(seq 1 "${ROUNDS:-2}"); do
   if [ $((r % 2)) = 1 ]; then run "$r" new "$@"; run "$r" base "$@"; else run "$r" base "$@"; run "$r" new "$@"; fi
