@@ -81,11 +81,11 @@ if has bench; then
   if [ "${BENCH_ROUNDS:-1}" -gt 1 ]; then
     for r in $(seq "$BENCH_ROUNDS"); do
       python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/bench_r$r.json" "$@" > "$OUT/bench_r$r.txt" 2>&1
-      echo "run $r: $(grep -E "^benchmarks:" "$OUT/bench_r$r.txt") $(grep -c "^  FAIL" "$OUT/bench_r$r.txt") failed"
+      echo "run $r: $(grep -E "^(benchmarks|graph):" "$OUT/bench_r$r.txt" | tr "\n" " ") $(grep -c "^  FAIL" "$OUT/bench_r$r.txt") failed"
     done
   else
     python3 eval/run.py --mode benchmark ${BENCH:+--filter "$BENCH"} --json "$OUT/bench.json" "$@" > "$OUT/bench.txt" 2>&1
-    grep -E "^  (pass|FAIL)|streaming|benchmarks:" "$OUT/bench.txt" | cut -c1-130
+    grep -E "^  (pass|FAIL)|streaming|^(benchmarks|graph):" "$OUT/bench.txt" | cut -c1-130
   fi
 fi
 # The same benchmarks with the tiled GEMM kernel for every M (the decode crossover).

@@ -128,3 +128,21 @@ def test_benchmark_cpu_row(tmp_path, monkeypatch):
     assert rc == 0
     (r,) = json.loads(out.read_text())
     assert r["ok"] and r["stats"]["runs"] >= 3 and r["sol_us"] > 0 and r["baselines"]
+
+
+def test_summary_lines_eager_and_graph():
+    """The summary: the eager line over stats["mean"], and with graph timings a
+    second line over graph_us and the graph baselines (what the tables rank)."""
+    def res(name, mean, graph, base, base_graph):
+        return run.Result("kbit_gemm", "benchmark", name, {}, True, stats={"mean": mean}, graph_us=graph,
+                          sol_us=1.0, baselines={"cublas": base}, baselines_graph={"cublas": base_graph})
+    lines = []
+    run.summarize([res("a", 20.0, 4.0, 40.0, 16.0), res("b", 5.0, 1.0, 5.0, 1.0)], lines.append)
+    eager, graph = lines
+    assert eager.startswith("benchmarks: 2 timed, geomean 10.00 µs, mean %SOL 12.5%")
+    assert eager.endswith("speed-up 1.41x")
+    assert graph.startswith("graph: 2 timed, geomean 2.00 µs, mean %SOL 62.5%")
+    assert graph.endswith("speed-up 2.00x")
+    lines.clear()
+    run.summarize([res("a", 20.0, None, 40.0, 16.0)], lines.append)
+    assert len(lines) == 1   # no graph timings, no graph line
