@@ -29,7 +29,7 @@ for r in range(1, rounds + 1):
         b = base.get("cublas") or next(iter(base.values()), 0) or 0
         ts = " ".join(f"{x.get(n, {}).get('graph_us') or float('nan'):8.2f}" + ("" if x.get(n, {}).get("ok") else "!")
                       for x in runs)
-        print(f"         {n:34s} {ts} {a['sol_us']:7.2f} {b:8.2f}")
+        print(f"         {n:34s} {ts} {a.get('sol_us') or float('nan'):7.2f} {b:8.2f}")
 PY
 }
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.draw --format=csv,noheader | tee "$OUT/gpu.txt"
