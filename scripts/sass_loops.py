@@ -12,10 +12,13 @@ into the LDS as `[R+UR]` only where it keeps that base in a uniform register;
 where it does not, every lookup costs an IMAD.IADD more (docs/design.md,
 "Two K-tiles per barrier pass"; results.md v57: the 3-stage M = 16
 configurations of the row-owning kernel lost it, ~30 instructions per warp
-and K-tile). The device has cuobjdump, this machine does not:
+and K-tile). A listing comes from the device's cuobjdump or, without a GPU,
+from scripts/sass_tools.sh (NVIDIA's cuobjdump and nvdisasm from PyPI; the
+same listing as the device's for the same nvcc):
 
     cuobjdump -sass BINARY | gzip > $OUT/bin.sass.gz         (on the device)
-    python3 scripts/sass_loops.py bin.sass.gz rows_kernel     (here)
+    bash scripts/sass_tools.sh listing bin.sass.gz [flags]    (here: tc_bench.cu)
+    python3 scripts/sass_loops.py bin.sass.gz rows_kernel
 
 Arguments: the listing (plain or .gz, or - for stdin), then substrings of the
 function names to report (all functions without any). --ops N prints the N
