@@ -9,7 +9,7 @@
 #   TC_FLAGS="-DTC_WGMMA_ONLY" ROUNDS=2 bash scripts/tc_ab.sh [case-substring | =case ...]   (on the device)
 #
 # NEW_FLAGS go to this tree's build only: a compile-time switch against the
-# same commit (build/base from HEAD), e.g. NEW_FLAGS="-DKBIT_WGMMA_PREFETCH=3".
+# same commit (build/base from HEAD), e.g. NEW_FLAGS="-DKBIT_WGMMA_TILE_LOOP=1".
 #   python3 scripts/sass_loops.py new.sass.gz --against base.sass.gz wgmma_kernel            (here)
 #
 # Outputs in $OUT (or /tmp/out): new.sass.gz, base.sass.gz, loops.txt (sass_loops.py
