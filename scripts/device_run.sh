@@ -7,6 +7,14 @@
 # Logs go to $OUT (or ./out).
 set -u
 OUT=${OUT:-out}; mkdir -p "$OUT"
+# The device tool brings back at most 8 files from $OUT: with more, everything
+# goes into one archive, out.tgz (at the script's end, also after a failing step).
+pack_out() {
+  [ "$(find "$OUT" -type f | wc -l)" -gt 8 ] || return 0
+  tar czf "/tmp/out.$$.tgz" -C "$OUT" . && find "$OUT" -mindepth 1 -delete && mv "/tmp/out.$$.tgz" "$OUT/out.tgz"
+  echo "($OUT: more than 8 files, packed into $OUT/out.tgz)"
+}
+trap pack_out EXIT
 export PYTHONUNBUFFERED=1 KBIT_BUILD_DIR=/tmp/kbit_build
 STEPS=${STEPS:-build tests sanitize host bench}
 has() { case " $STEPS " in *" $1 "*) return 0;; esac; return 1; }
