@@ -550,31 +550,30 @@ HEADER = (f"  {'':4s}  {'case':38s} {'mean µs':>9s} {'±err':>7s} {'graph µs':
           f"{'%SOL':>7s} {'base µs':>9s} {'speedup':>7s} {'read µs':>8s}")
 
 
+def _summary_line(label: str, times: list, sols: list, speedups: list) -> str:
+    """`label: n timed, geomean, mean %SOL[, geomean speed-up]` over per-case times (µs),
+    SOL / time fractions and baseline / time ratios."""
+    geomean = lambda xs: math.exp(statistics.fmean(math.log(x) for x in xs))
+    line = f"{label}: {len(times)} timed, geomean {geomean(times):.2f} µs, mean %SOL {100 * statistics.fmean(sols):.1f}%"
+    return line + (f", geomean speed-up {geomean(speedups):.2f}x" if speedups else "")
+
+
 def summarize(results: list, log) -> None:
     bench = [r for r in results if r.kind == "benchmark" and r.stats]
     tests = [r for r in results if r.kind == "test"]
     if tests:
         log(f"tests: {sum(r.ok for r in tests)}/{len(tests)} passed")
     if bench:
-        gm = math.exp(statistics.fmean(math.log(r.stats["mean"]) for r in bench))
-        sols = [r.sol_us / r.stats["mean"] for r in bench]
-        sp = [next(iter(r.baselines.values())) / r.stats["mean"] for r in bench if r.baselines]
-        line = f"benchmarks: {len(bench)} timed, geomean {gm:.2f} µs, mean %SOL {100 * statistics.fmean(sols):.1f}%"
-        if sp:
-            line += f", geomean speed-up {math.exp(statistics.fmean(math.log(x) for x in sp)):.2f}x"
-        log(line)
+        log(_summary_line("benchmarks", [r.stats["mean"] for r in bench],
+                          [r.sol_us / r.stats["mean"] for r in bench],
+                          [next(iter(r.baselines.values())) / r.stats["mean"] for r in bench if r.baselines]))
     # With --graph, the same over graph time: the eager mean above includes the host's
     # launch path (it moved the geomean by up to 19 % between four runs of one H200
     # build, v67), the graph time is the kernels' own.
     graphed = [r for r in bench if r.graph_us]
     if graphed:
-        gm = math.exp(statistics.fmean(math.log(r.graph_us) for r in graphed))
-        sols = [r.sol_us / r.graph_us for r in graphed]
-        sp = [next(iter(r.baselines_graph.values())) / r.graph_us for r in graphed if r.baselines_graph]
-        line = f"graph: {len(graphed)} timed, geomean {gm:.2f} µs, mean %SOL {100 * statistics.fmean(sols):.1f}%"
-        if sp:
-            line += f", geomean speed-up {math.exp(statistics.fmean(math.log(x) for x in sp)):.2f}x"
-        log(line)
+        log(_summary_line("graph", [r.graph_us for r in graphed], [r.sol_us / r.graph_us for r in graphed],
+                          [next(iter(r.baselines_graph.values())) / r.graph_us for r in graphed if r.baselines_graph]))
 
 
 def run_profile(problem, mod, device, args, log):

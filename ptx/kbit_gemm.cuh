@@ -773,18 +773,12 @@ struct StreamKShare {
 
   template <class Cfg>
   __device__ __forceinline__ static StreamKShare of(const KbitParams& p, const int* slot_start) {
+    constexpr int kMinUnits = 2;
+    StreamKShare sh;
     // S comes from shared memory: redux.sync hands it (and what follows from
     // it) to the compiler as warp-uniform, so the loops over the share are
     // uniform branches (wgmma must not sit in a possibly divergent path).
-    return with_slots<Cfg>(p, int(__reduce_max_sync(0xffffffffu, uint32_t(slot_start[p.E]))));
-  }
-  // The share for S activation slots (a dense layer's are ceil(M / BLOCK_M),
-  // known without the slot table).
-  template <class Cfg>
-  __device__ __forceinline__ static StreamKShare with_slots(const KbitParams& p, int S) {
-    constexpr int kMinUnits = 2;
-    StreamKShare sh;
-    sh.S = S;
+    sh.S = int(__reduce_max_sync(0xffffffffu, uint32_t(slot_start[p.E])));
     sh.k_tiles = p.layout.k_tiles;
     sh.U = (long long)sh.S * cdiv(p.N, Cfg::BLOCK_N) * sh.k_tiles;
     sh.G = max(1ll, min((long long)gridDim.x, sh.U / kMinUnits));

@@ -55,26 +55,6 @@ __device__ __forceinline__ void cp_async_bulk_tensor_2d_g2s(uint32_t dst, const 
       ::"r"(dst), "l"(tmap), "r"(c0), "r"(c1), "r"(mbar) : "memory");
 }
 
-// ---- L2 prefetches (PTX ISA cp.async.bulk.prefetch, prefetch.tensormap: sm_90) --
-// Hints with nothing to wait for and no effect on the memory model: the bytes
-// (or the descriptor) are in L2 (the descriptor in its cache) when a copy asks
-// for them, or the copy fetches them as it would have.
-// `bytes` (a multiple of 16) at src (16-byte aligned) into L2.
-__device__ __forceinline__ void cp_async_bulk_prefetch_l2(const void* src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
-// The 2-D box at {c0, c1} of the tensor map `tmap` into L2 (the box of
-// cp_async_bulk_tensor_2d_g2s).
-__device__ __forceinline__ void cp_async_bulk_prefetch_tensor_2d_l2(const void* tmap, int c0, int c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];\n" ::"l"(tmap), "r"(c0), "r"(c1)
-               : "memory");
-}
-// The tensor map itself (a __grid_constant__ parameter, by its generic
-// address), so that the first tensor copy does not wait for its descriptor.
-__device__ __forceinline__ void prefetch_tensormap(const void* tmap) {
-  asm volatile("prefetch.tensormap [%0];\n" ::"l"(tmap) : "memory");
-}
-
 // ---- vector reduction (PTX ISA 9.7.13.6 red, .v4.f32: sm_90) -------------------
 // A split-tile part's quad (kbit_gemm.cuh, finish_tile): four consecutive
 // floats (16-byte aligned) stored, or (add) added in one L2 operation

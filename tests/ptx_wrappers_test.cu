@@ -89,36 +89,3 @@ __global__ void e4m3_cvt_kernel(float* out) {
 void e4m3_cvt(torch::Tensor out) { e4m3_cvt_kernel<<<256, 256>>>(out.data_ptr<float>()); }
 #endif
 #endif
-
-#if KBIT_HAS_BULK_COPY
-// cp_async_bulk_prefetch_l2 then cp_async_bulk_g2s of the same bytes (sm90
-// family): one CTA per 4 KB chunk; thread 0 asks L2 for the chunk and copies
-// it into shared memory, and the CTA writes it back out. The prefetch is a
-// hint: this checks that it runs and leaves the bytes the copy reads as they
-// were.
-__global__ void bulk_prefetch_copy_kernel(const uint4* src, uint4* dst) {
-  __shared__ __align__(128) uint4 buf[256];
-  __shared__ __align__(8) uint64_t bar;
-  const uint32_t bar_s = kbit::ptx::smem_u32(&bar);
-  const uint4* chunk = src + blockIdx.x * 256;
-  if (threadIdx.x == 0) {
-    kbit::ptx::cp_async_bulk_prefetch_l2(chunk, 4096);
-    kbit::ptx::mbarrier_init(bar_s, 1);
-    kbit::ptx::fence_mbarrier_init();
-    kbit::ptx::mbarrier_arrive_expect_tx(bar_s, 4096);
-    kbit::ptx::cp_async_bulk_g2s(kbit::ptx::smem_u32(buf), chunk, 4096, bar_s);
-  }
-  __syncthreads();
-  kbit::ptx::mbarrier_wait_parity(bar_s, 0);
-  dst[blockIdx.x * 256 + threadIdx.x] = buf[threadIdx.x];
-}
-
-#ifndef KBIT_WRAPPERS_DEVICE_ONLY
-void bulk_prefetch_copy(torch::Tensor src, torch::Tensor dst) {
-  const int64_t bytes = src.numel() * src.element_size();
-  TORCH_CHECK(bytes % 4096 == 0 && dst.numel() * dst.element_size() == bytes, "bulk_prefetch_copy: 4 KB chunks");
-  bulk_prefetch_copy_kernel<<<bytes / 4096, 256>>>(reinterpret_cast<const uint4*>(src.data_ptr()),
-                                                         reinterpret_cast<uint4*>(dst.data_ptr()));
-}
-#endif
-#endif

@@ -1,8 +1,7 @@
 """PTX wrapper unit tests on the GPU: the MMA fragment order and ldmatrix's
 lane/register mapping, with a tiny kernel against torch, the device-side
 FastDiv multiplier against exact integer arithmetic, and the sm90 family's
-e4m3 conversion against torch's float8 and its L2 bulk prefetch ahead of a
-bulk copy (skip without CUDA)."""
+e4m3 conversion against torch's float8 (skip without CUDA)."""
 from pathlib import Path
 
 import pytest
@@ -46,8 +45,7 @@ def ext90():
     from torch.utils.cpp_extension import load_inline
     cap = torch.cuda.get_device_capability()
     return load_inline(name="kbit_wrapper_tests_" + S.arch_tag("sm90", cap), cpp_sources=[
-        "void e4m3_cvt(torch::Tensor);\nvoid bulk_prefetch_copy(torch::Tensor, torch::Tensor);"],
-        cuda_sources=[wrapper_test_source("sm90")], functions=["e4m3_cvt", "bulk_prefetch_copy"],
+        "void e4m3_cvt(torch::Tensor);"], cuda_sources=[wrapper_test_source("sm90")], functions=["e4m3_cvt"],
         extra_cuda_cflags=S.NVCC_FLAGS + [S.gencode(S.arch_tag("sm90", cap))])
 
 
@@ -66,16 +64,6 @@ def test_cvt_f16x2_e4m3x2_every_pair(ext90):
     assert torch.equal(torch.isnan(got), nan)
     assert torch.equal(got[~nan], ref[~nan])
     assert torch.equal(torch.signbit(got[~nan]), torch.signbit(ref[~nan]))   # -0 stays -0
-
-
-@requires_sm90
-def test_bulk_prefetch_then_copy(ext90):
-    """cp.async.bulk.prefetch.L2 of each 4 KB chunk, then the bulk copy of it
-    into shared memory and back out: the bytes arrive unchanged."""
-    src = torch.randint(-2**31, 2**31 - 1, (64 * 1024,), dtype=torch.int32, device="cuda")
-    dst = torch.zeros_like(src)
-    ext90.bulk_prefetch_copy(src, dst)
-    assert torch.equal(dst, src)
 
 
 @requires_sm80
