@@ -95,6 +95,7 @@ struct KbitConfig {
   // stay within 32 KB, at most 4 lanes then share a replica).
   static constexpr int kPairEntries = 1 << (2 * kBits);
   static constexpr int kCopies = kBits <= 4 ? 32 : 8;
+  static constexpr bool kRowPairLut = false;   // (the wgmma kernel's k = 2 table, KBIT_WGMMA_ROW_PAIR)
   // At 16-row activation tiles, k <= 4: the decode kernel's table layout,
   // 256-byte rows (32 replicas in the first 128 bytes), so one prmt forms a
   // lookup's address (lookup_pair) instead of a shift and a lop3: the dequant
@@ -496,16 +497,29 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], float (&sc
   uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
   load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
   load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
-  const auto xa = pair_word<Cfg::kBits, kShift>(pa, rot);
-  const auto xb = pair_word<Cfg::kBits, kShift>(pb, rot);
-  frag[0][0] = lookup_pair<Cfg, 0>(lut, lane_off, xa);
-  frag[0][1] = lookup_pair<Cfg, 0>(lut, lane_off, xb);
-  frag[0][2] = lookup_pair<Cfg, 1>(lut, lane_off, xa);
-  frag[0][3] = lookup_pair<Cfg, 1>(lut, lane_off, xb);
-  frag[1][0] = lookup_pair<Cfg, 2>(lut, lane_off, xa);
-  frag[1][1] = lookup_pair<Cfg, 2>(lut, lane_off, xb);
-  frag[1][2] = lookup_pair<Cfg, 3>(lut, lane_off, xa);
-  frag[1][3] = lookup_pair<Cfg, 3>(lut, lane_off, xb);
+  if constexpr (Cfg::kRowPairLut) {
+    // k = 2, row-pair table: the planes of rows r and r + 8 as k = 4's four;
+    // byte i of q indexes pair i of both rows, one 64-bit entry (x: row r).
+    const uint32_t planes[4] = {pa[0], pa[1], pb[0], pb[1]};
+    const uint32_t q = pair_word<4, 0>(planes, rot).lo;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const uint2 v = ptx::ld_shared_const_v2_u32(ptx::smem_u32(lut) + ptx::prmt(q, lane_off, lut_sel(i)));
+      frag[i >> 1][(i & 1) * 2] = v.x;
+      frag[i >> 1][(i & 1) * 2 + 1] = v.y;
+    }
+  } else {
+    const auto xa = pair_word<Cfg::kBits, kShift>(pa, rot);
+    const auto xb = pair_word<Cfg::kBits, kShift>(pb, rot);
+    frag[0][0] = lookup_pair<Cfg, 0>(lut, lane_off, xa);
+    frag[0][1] = lookup_pair<Cfg, 0>(lut, lane_off, xb);
+    frag[0][2] = lookup_pair<Cfg, 1>(lut, lane_off, xa);
+    frag[0][3] = lookup_pair<Cfg, 1>(lut, lane_off, xb);
+    frag[1][0] = lookup_pair<Cfg, 2>(lut, lane_off, xa);
+    frag[1][1] = lookup_pair<Cfg, 2>(lut, lane_off, xb);
+    frag[1][2] = lookup_pair<Cfg, 3>(lut, lane_off, xa);
+    frag[1][3] = lookup_pair<Cfg, 3>(lut, lane_off, xb);
+  }
   // scale bytes -> byte offsets into the float table (x4), block blk's byte
   scale[0] = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(e4m4) +
                                              ((blk ? sbyte_a >> 6 : sbyte_a << 2) & 0x3FCu));
@@ -750,7 +764,8 @@ __device__ float build_tables(uint32_t* lut, float* e4m4, float* cb_s, int* scra
 #pragma unroll
   for (int i = 0; i < kLevels; ++i) cb_max = fmaxf(cb_max, fabsf(cb_s[i]));
   if (!(cb_max > 0.f)) cb_max = 1.f;     // all-zero codebook
-  build_pair_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
+  if constexpr (Cfg::kRowPairLut) Cfg::template build_row_pair_lut<Cfg::kThreads>(lut, cb_s, 1.f / cb_max, tid);
+  else build_pair_lut<Cfg>(lut, cb_s, 1.f / cb_max, tid);
   __syncthreads();
   if (!offsets_ok || (long long)slot_start[p.E] * cdiv(p.N, Cfg::BLOCK_N) > p.max_tiles) {
     T* c = static_cast<T*>(p.c);

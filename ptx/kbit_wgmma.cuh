@@ -154,9 +154,25 @@ __host__ __device__ constexpr int wgmma_stage_bytes(int bits, int block_m, int w
 }
 // One CTA's shared memory with the wide pair table (wide_lut_cta_bytes): the
 // ring and its 1024-byte alignment slack.
+// k = 2 with KBIT_WGMMA_ROW_PAIR: the decode kernel's row-pair table, one
+// 64-bit entry per index byte holding the pairs of rows g and g + 8 (256
+// entries of 256-byte rows, as k = 4's): four lookups per 32-block instead of
+// eight. A listing experiment, not run (off).
+#ifndef KBIT_WGMMA_ROW_PAIR
+#define KBIT_WGMMA_ROW_PAIR 0
+#endif
+__host__ __device__ constexpr int wgmma_table_bits(int bits) { return KBIT_WGMMA_ROW_PAIR && bits == 2 ? 4 : bits; }
 __host__ __device__ constexpr size_t wgmma_wide_cta_bytes(int bits, int block_m, int warps, int stages) {
-  return wide_lut_cta_bytes(bits, 1024 + size_t(stages) * wgmma_stage_bytes(bits, block_m, warps));
+  return wide_lut_cta_bytes(wgmma_table_bits(bits), 1024 + size_t(stages) * wgmma_stage_bytes(bits, block_m, warps));
 }
+// build_decode_lut's view of the row-pair table.
+template <typename T_, int kThreads_>
+struct RowPairTable {
+  static constexpr int kBits = 2;
+  using T = T_;
+  static constexpr bool kQuad = true, kLanePerm = false;
+  static constexpr int kEntries = 256, kEntryBytes = 256, kEntryUsed = 256, kThreads = kThreads_;
+};
 // k = 5: one CTA's shared memory with a pair table of `copies` replicas (1024
 // entries of 4-byte words each, 128-byte rows at 32), in the layout of
 // wgmma_wide_cta_bytes but with the slot table of KBIT_WGMMA_K5_EXPERTS
@@ -267,11 +283,18 @@ struct WgmmaConfig {
   // prmt. The wide table is the first section of dynamic shared memory.
   // At k = 5 (1024 entries) 16 or 32 replicas take 64 or 128 KB, in dynamic
   // shared memory too (wgmma_k5_copies).
-  static constexpr int kPairEntries = 1 << (2 * kBits);
   static constexpr int kCopies = kBits <= 4 ? 32 : wgmma_k5_copies(kBlockM_, kWarps_, kNT_, kMinBlocks_);
   static constexpr size_t kWideCtaBytes = wgmma_wide_cta_bytes(kBits, kBlockM_, kWarps_ * kNT_, kStages_);
   static constexpr bool kWideLut = KBIT_WGMMA_WIDE_LUT && kBits <= 4 &&
                                    kMinBlocks * kWideCtaBytes <= size_t(KBIT_SMEM_PER_SM_KB) * 1024;
+  static constexpr bool kRowPairLut = KBIT_WGMMA_ROW_PAIR && kBits == 2 && kWideLut;
+  static constexpr int kPairEntries = 1 << (2 * (kWideLut ? wgmma_table_bits(kBits) : kBits));
+  // The row-pair table, built by the set-up's threads (build_tables).
+  template <int kSetupThreads>
+  __device__ __forceinline__ static void build_row_pair_lut(uint32_t* lut, const float* cb_s, float inv_max,
+                                                             int tid) {
+    build_decode_lut<RowPairTable<T, kSetupThreads>>(reinterpret_cast<uint8_t*>(lut), cb_s, inv_max, tid);
+  }
   static constexpr int kLutRowWords = kWideLut ? 64 : kCopies;
   static constexpr int kLutBytes = kPairEntries * kLutRowWords * 4;
   static constexpr int kLutShift = kWideLut ? 0 : kCopies == 32 ? 7 : kCopies == 16 ? 6 : 5;   // log2(kCopies * 4)
@@ -454,7 +477,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   }
 
   const uint8_t* lut_bytes = reinterpret_cast<const uint8_t*>(lut);
-  const uint32_t lane_off = uint32_t(lane % Cfg::kCopies) * 4;
+  const uint32_t lane_off = Cfg::kRowPairLut ? uint32_t(lane) * 8 : uint32_t(lane % Cfg::kCopies) * 4;
   uint32_t rot[5];
   pair_rotations<Cfg>(rot, lane);
   // ---- prologue: fill kStages - 1 slots, dequantize the first unit -------------
