@@ -38,6 +38,8 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          dict(m=50, n=520, k=544, bits=2, dtype="float16"), dict(m=50, n=264, k=288, bits=5, dtype="bfloat16"),
          dict(m=20, n=600, k=544, bits=4, dtype="float16"),
          dict(m=300, n=200, k=288, bits=4, dtype="bfloat16", experts=2),
+         # k = 2's row-pair table in the wgmma kernel's 128-row tiles (one CTA per tile)
+         dict(m=300, n=264, k=544, bits=2, dtype="bfloat16"),
          # dense M = 1 with a last strip of 8 columns and K % 64 == 32 (the CUDA-core kernel)
          dict(m=1, n=1000, k=2080, bits=2, dtype="bfloat16"), dict(m=1, n=520, k=4128, bits=3, dtype="float16"),
          # the decode kernel's 12-warp configurations (decode64): eight activation rows per

@@ -8,6 +8,8 @@
 #   bash scripts/sass_tools.sh listing OUT.sass.gz [nvcc flags ...]
 #     e.g. bash scripts/sass_tools.sh listing /tmp/new.sass.gz -DTC_WGMMA_ONLY -DKBIT_WGMMA_TILE_LOOP=1
 #   python3 scripts/sass_loops.py /tmp/new.sass.gz --against /tmp/base.sass.gz wgmma_kernel
+#   SRC=scripts/wgmma_listing.cu: every wgmma configuration of one width instead
+#     (-DLIST_BITS=k, default 2), those tc_bench does not run included
 #
 # The listing is ptxas's, which the disassembler only prints: with this
 # machine's nvcc 13.0 it matched the H200's (CUDA 13.0) instruction for
@@ -32,7 +34,7 @@ case "${1:-}" in
     out=$2; shift 2
     cubin=$(mktemp --suffix=.cubin)
     nvcc -O3 -std=c++17 -arch=sm_90a --expt-relaxed-constexpr -I. -Iptx -Iscripts -cubin -o "$cubin" "$@" \
-      scripts/tc_bench.cu
+      "${SRC:-scripts/tc_bench.cu}"
     PATH="$PWD/$TOOLS/bin:$PATH" cuobjdump -sass "$cubin" | gzip > "$out"
     rm -f "$cubin"
     ;;

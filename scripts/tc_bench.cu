@@ -583,6 +583,11 @@ int main(int argc, char** argv) {
     run_case({"70b_gateup_m64_k3", 28672, 8192, 64, W, 3, 3}, Runner<WgK<3, 64, 3>, W>{});
     run_case({"8b_down_m64_k3", 4096, 14336, 64, W, 2, 3}, Runner<WgK<3, 64, 2>, W>{});
     run_case({"8b_down_m64_k5", 4096, 14336, 64, W, 2, 5}, Runner<WgK<5, 64, 2>, W>{});
+    // k = 2 in the other configuration forms (its own table layout, KBIT_WGMMA_ROW_PAIR)
+    run_case({"70b_gateup_m32_k2", 28672, 8192, 32, W, 3, 2}, Runner<WgK<2, 32, 3>, W>{});
+    run_case({"70b_gateup_m128_k2", 28672, 8192, 128, W, 1, 2}, Runner<WgK<2, 128, 1>, W>{});
+    run_case({"8b_gateup_m128_k2", 14336, 4096, 128, W, 4, 2}, Runner<kbit::WgmmaCfg<2, __half, 128, 1, 8>, W>{});
+    run_case({"qwen3_gateup_m64_k2", 5120, 2048, 64, W, 1, 2}, Runner<WgK<2, 64, 1>, W>{});
   };
 #ifdef TC_WGMMA_ONLY   // the wgmma kernel's cases from 32 rows on alone: a faster build for its probes
   (void)T;
