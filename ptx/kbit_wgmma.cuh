@@ -152,18 +152,26 @@ struct WgmmaParams : KbitParams {
 __host__ __device__ constexpr int wgmma_stage_bytes(int bits, int block_m, int warps) {
   return cdiv(block_m * kTileK * 2 + warps * 16 * 2 * bits * 4 + warps * 16 * 2, 1024) * 1024;
 }
-// One CTA's shared memory with the wide pair table (wide_lut_cta_bytes): the
-// ring and its 1024-byte alignment slack.
-// k = 2 with KBIT_WGMMA_ROW_PAIR: the decode kernel's row-pair table, one
-// 64-bit entry per index byte holding the pairs of rows g and g + 8 (256
-// entries of 256-byte rows, as k = 4's): four lookups per 32-block instead of
-// eight. A listing experiment, not run (off).
+// k = 2 where one CTA holds the SM: the decode kernel's row-pair table (one
+// 64-bit entry per index byte, the pairs of rows g and g + 8 side by side;
+// 256 entries of 256-byte rows, as k = 4's wide table), so a 32-block takes
+// four lookups instead of eight. The three-tile inner loop is 575 SASS
+// instructions instead of 675. tc_bench, H200 (docs/results.md v68):
+// Llama-3-70B gate/up M = 32 62.1-62.6 -> 59.4-59.6 us, M = 64 74.3-74.7 ->
+// 73.2-73.5, M = 128 111.4-112.0 -> 110.2-110.5, 8B M = 128 0.1-0.6 faster.
+// Two CTAs per SM keep the 4 KB table: the 64 KB one cost Qwen3 gate/up
+// M = 64 (few units per CTA) up to 0.35 us in its set-up.
 #ifndef KBIT_WGMMA_ROW_PAIR
-#define KBIT_WGMMA_ROW_PAIR 0
+#define KBIT_WGMMA_ROW_PAIR 1
 #endif
-__host__ __device__ constexpr int wgmma_table_bits(int bits) { return KBIT_WGMMA_ROW_PAIR && bits == 2 ? 4 : bits; }
-__host__ __device__ constexpr size_t wgmma_wide_cta_bytes(int bits, int block_m, int warps, int stages) {
-  return wide_lut_cta_bytes(wgmma_table_bits(bits), 1024 + size_t(stages) * wgmma_stage_bytes(bits, block_m, warps));
+__host__ __device__ constexpr bool wgmma_row_pair(int bits, int blocks) {
+  return KBIT_WGMMA_ROW_PAIR && bits == 2 && blocks == 1;
+}
+// One CTA's shared memory with the wide pair table (wide_lut_cta_bytes; k = 4's
+// size for the row-pair table): the ring and its 1024-byte alignment slack.
+__host__ __device__ constexpr size_t wgmma_wide_cta_bytes(int bits, int block_m, int warps, int stages, int blocks) {
+  return wide_lut_cta_bytes(wgmma_row_pair(bits, blocks) ? 4 : bits,
+                            1024 + size_t(stages) * wgmma_stage_bytes(bits, block_m, warps));
 }
 // build_decode_lut's view of the row-pair table.
 template <typename T_, int kThreads_>
@@ -207,7 +215,7 @@ __host__ __device__ constexpr int wgmma_k5_copies(int block_m, int warps, int nt
 // the ring; 0 where the table is static. `warps`: MMA warps.
 __host__ __device__ constexpr size_t wgmma_table_cta_bytes(int bits, int block_m, int warps, int nt, int blocks,
                                                            int stages) {
-  return bits <= 4 ? (KBIT_WGMMA_WIDE_LUT ? wgmma_wide_cta_bytes(bits, block_m, warps * nt, stages) : 0)
+  return bits <= 4 ? (KBIT_WGMMA_WIDE_LUT ? wgmma_wide_cta_bytes(bits, block_m, warps * nt, stages, blocks) : 0)
          : wgmma_k5_copies(block_m, warps, nt, blocks) > 8
              ? wgmma_k5_cta_bytes(block_m, warps, nt, stages, wgmma_k5_copies(block_m, warps, nt, blocks))
              : 0;
@@ -284,11 +292,11 @@ struct WgmmaConfig {
   // At k = 5 (1024 entries) 16 or 32 replicas take 64 or 128 KB, in dynamic
   // shared memory too (wgmma_k5_copies).
   static constexpr int kCopies = kBits <= 4 ? 32 : wgmma_k5_copies(kBlockM_, kWarps_, kNT_, kMinBlocks_);
-  static constexpr size_t kWideCtaBytes = wgmma_wide_cta_bytes(kBits, kBlockM_, kWarps_ * kNT_, kStages_);
+  static constexpr size_t kWideCtaBytes = wgmma_wide_cta_bytes(kBits, kBlockM_, kWarps_ * kNT_, kStages_, kMinBlocks_);
   static constexpr bool kWideLut = KBIT_WGMMA_WIDE_LUT && kBits <= 4 &&
                                    kMinBlocks * kWideCtaBytes <= size_t(KBIT_SMEM_PER_SM_KB) * 1024;
-  static constexpr bool kRowPairLut = KBIT_WGMMA_ROW_PAIR && kBits == 2 && kWideLut;
-  static constexpr int kPairEntries = 1 << (2 * (kWideLut ? wgmma_table_bits(kBits) : kBits));
+  static constexpr bool kRowPairLut = kWideLut && wgmma_row_pair(kBits, kMinBlocks_);
+  static constexpr int kPairEntries = kRowPairLut ? 256 : 1 << (2 * kBits);
   // The row-pair table, built by the set-up's threads (build_tables).
   template <int kSetupThreads>
   __device__ __forceinline__ static void build_row_pair_lut(uint32_t* lut, const float* cb_s, float inv_max,
