@@ -231,6 +231,10 @@ __host__ __device__ constexpr int wgmma_stages(int bits, int block_m, int warps,
   return s;
 }
 
+#ifndef KBIT_WGMMA_MAX_PIECE
+#define KBIT_WGMMA_MAX_PIECE 64
+#endif
+
 // Compile-time configuration. kWarps / 4 warpgroups of 64 weight rows per
 // 16-row tile, kNT tiles per warp (BLOCK_N = 16 * kWarps * kNT); BLOCK_M
 // activation rows (8..128) per tile. The stage puts the activation
@@ -247,7 +251,11 @@ struct WgmmaConfig {
   static constexpr int kThreads = kWarps * kWarpSize;   // the MMA warps
   static constexpr int BLOCK_M = kBlockM_;
   static constexpr int BLOCK_N = kWarps * 16 * kNT;
-  static constexpr int kPieceN = BLOCK_M < 64 ? BLOCK_M : 64;   // wgmma N of one instruction
+  // wgmma N of one instruction: the whole tile up to KBIT_WGMMA_MAX_PIECE.
+  // The tensor pipe queues about eight wgmma instructions per SM whatever
+  // their N, and a warp issuing past that waits at the issue for earlier
+  // ones to finish (scripts/wgmma_rate.cu issue, docs/results.md v68).
+  static constexpr int kPieceN = BLOCK_M < KBIT_WGMMA_MAX_PIECE ? BLOCK_M : KBIT_WGMMA_MAX_PIECE;
   static constexpr int kPieces = BLOCK_M / kPieceN;
   static constexpr int kSumBatch = 4;   // (finish_tile's loads of a split tile's sum; see KbitConfig)
   static constexpr bool kTileLoop =   // (KBIT_WGMMA_TILE_LOOP)

@@ -155,19 +155,49 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs_bf16(float* d, const uint32_t
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));
 }
 
-// D (+)= A * B for the operand type of T, N in {8, 16, 32, 64}.
+// m64n128k16, A from registers: one instruction for two N = 64 pieces. The
+// tensor pipe queues about eight wgmma instructions per SM whatever their N;
+// the issue of more waits for earlier ones to finish (docs/results.md v68).
+#define KBIT_WGMMA_RS_N128(NAME, TY)                                                                                   \
+  __device__ __forceinline__ void NAME(float* d, const uint32_t (&a)[4], uint64_t desc_b, uint32_t scale_d) {          \
+    asm volatile(                                                                                                      \
+        "{\n .reg .pred p;\n setp.ne.b32 p, %69, 0;\n"                                                                 \
+        " wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY " "                                                  \
+        "{"                                                                                                            \
+        "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,"                                                       \
+        "%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"                                             \
+        "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,"                                             \
+        "%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63"                                              \
+        "}, {%64,%65,%66,%67}, %68, p, 1, 1, 0;\n}\n"                                                                   \
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),              \
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),        \
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),      \
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),      \
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),      \
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),      \
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),      \
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])       \
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(scale_d));                                     \
+  }
+KBIT_WGMMA_RS_N128(wgmma_m64n128k16_rs_f16, "f16")
+KBIT_WGMMA_RS_N128(wgmma_m64n128k16_rs_bf16, "bf16")
+#undef KBIT_WGMMA_RS_N128
+
+// D (+)= A * B for the operand type of T, N in {8, 16, 32, 64, 128}.
 template <int N, typename T>
 __device__ __forceinline__ void wgmma_rs(float* d, const uint32_t (&a)[4], uint64_t desc_b, uint32_t scale_d) {
   constexpr bool kBf16 = Elem<T>::kIsBf16;
-  static_assert(N == 8 || N == 16 || N == 32 || N == 64, "wgmma_rs: N must be 8, 16, 32 or 64");
+  static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128, "wgmma_rs: N must be 8, 16, 32, 64 or 128");
   if constexpr (N == 8) {
     if constexpr (kBf16) wgmma_m64n8k16_rs_bf16(d, a, desc_b, scale_d); else wgmma_m64n8k16_rs_f16(d, a, desc_b, scale_d);
   } else if constexpr (N == 16) {
     if constexpr (kBf16) wgmma_m64n16k16_rs_bf16(d, a, desc_b, scale_d); else wgmma_m64n16k16_rs_f16(d, a, desc_b, scale_d);
   } else if constexpr (N == 32) {
     if constexpr (kBf16) wgmma_m64n32k16_rs_bf16(d, a, desc_b, scale_d); else wgmma_m64n32k16_rs_f16(d, a, desc_b, scale_d);
-  } else {
+  } else if constexpr (N == 64) {
     if constexpr (kBf16) wgmma_m64n64k16_rs_bf16(d, a, desc_b, scale_d); else wgmma_m64n64k16_rs_f16(d, a, desc_b, scale_d);
+  } else {
+    if constexpr (kBf16) wgmma_m64n128k16_rs_bf16(d, a, desc_b, scale_d); else wgmma_m64n128k16_rs_f16(d, a, desc_b, scale_d);
   }
 }
 

@@ -15,7 +15,7 @@
 // FMAs (weights x activation rows) over this rate.
 //
 //   nvcc -O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a -I. -Iptx -Iscripts -o build/wgmma_rate scripts/wgmma_rate.cu
-//   build/wgmma_rate [sync]
+//   build/wgmma_rate [sync | issue]
 #include <cstdio>
 #include <cstdint>
 #include <string>
@@ -76,6 +76,70 @@ static void run(int sms, int wgs) {
               wgs, per_unit, per_mma, 64.0 * N * 16 / per_mma);
 }
 
+// `build/wgmma_rate issue`: how long the issuing warps are held at a group's
+// wgmma instructions. Per unit: fence, clock, G wgmma m64nNk16 (A from
+// registers, or SS: A from shared memory by descriptor), clock, commit, then
+// wait_group 0 (nothing in flight at the next issue) or 1 (the kernel's
+// pattern, WAIT1), clock. Thread 0's sums of the issue span and of the whole
+// unit, by `which`. If the issue of a register-A group lasts about as long as
+// the group's tensor work, a warpgroup cannot overlap its own MMAs with other
+// work (docs/results.md v34 inferred that from the loop's clocks).
+template <int N, int G, bool SS, bool WAIT1>
+__global__ void __launch_bounds__(256, 1) issue_kernel(int units, int which, unsigned long long* out,
+                                                       uint32_t seed) {
+  extern __shared__ __align__(1024) uint8_t smem[];
+  // B: N rows x 128 bytes, then A (SS): 64 rows x 128 bytes; zero.
+  for (int i = threadIdx.x; i < (N + 64) * 128 / 4; i += blockDim.x) reinterpret_cast<uint32_t*>(smem)[i] = 0;
+  __syncthreads();
+  const uint32_t lo_b = kp::wgmma_desc_sw128_kmajor_lo(kp::smem_u32(smem));
+  const uint32_t lo_a = kp::wgmma_desc_sw128_kmajor_lo(kp::smem_u32(smem + N * 128));
+  float acc[N / 2];
+#pragma unroll
+  for (int j = 0; j < N / 2; ++j) acc[j] = 0.f;
+  uint32_t a[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) a[j] = seed + threadIdx.x + j;
+  unsigned long long issue = 0, total = 0;
+  for (int u = 0; u < units; ++u) {
+    kp::wgmma_fence();
+    const unsigned long long t0 = clock64();
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const uint64_t db = kp::wgmma_desc_sw128_kmajor_of(lo_b + (((g % 4) * 32) >> 4));
+      if constexpr (SS)
+        kp::wgmma_ss<N, __half>(acc, kp::wgmma_desc_sw128_kmajor_of(lo_a + (((g % 4) * 32) >> 4)), db, 1u);
+      else
+        kp::wgmma_rs<N, __half>(acc, a, db, 1u);
+    }
+    const unsigned long long t1 = clock64();
+    kp::wgmma_commit();
+    if constexpr (WAIT1) kp::wgmma_wait<1>(); else kp::wgmma_wait<0>();
+    const unsigned long long t2 = clock64();
+    issue += t1 - t0;
+    total += t2 - t0;
+  }
+  kp::wgmma_wait<0>();
+  float s = 0.f;
+#pragma unroll
+  for (int j = 0; j < N / 2; ++j) s += acc[j];
+  if (threadIdx.x == 0) out[blockIdx.x] = which ? total : issue;
+  if (s == 1.2345f) out[blockIdx.x] = a[0];   // keeps the MMAs
+}
+
+template <int N, int G, bool SS, bool WAIT1>
+static void run_issue(int sms, int wgs) {
+  const int units = 2000, smem = (N + 64) * 128 + 1024;
+  auto k = issue_kernel<N, G, SS, WAIT1>;
+  CK(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  double per[2];
+  for (int which = 0; which < 2; ++which)
+    per[which] = mean_cta_clocks(sms, [&](unsigned seed, unsigned long long* out) {
+                   k<<<sms, 128 * wgs, smem>>>(units, which, out, seed);
+                 }) / units;
+  std::printf("%s N=%2d G=%d wgs=%d wait_group %d: issue %6.1f, unit %6.1f clocks (tensor work of the group alone %d)\n",
+              SS ? "SS" : "RS", N, G, wgs, WAIT1 ? 1 : 0, per[0], per[1], G * N / 2);
+}
+
 // mma.sync: NACC independent chains per warp, units of NACC instructions.
 template <int NACC>
 __global__ void sync_rate_kernel(int units, unsigned long long* out, uint32_t seed) {
@@ -118,6 +182,28 @@ static void run_sync(int sms, int warps) {
 int main(int argc, char** argv) {
   int sms = 0;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  if (argc > 1 && std::string(argv[1]) == "issue") {
+    for (int wgs = 1; wgs <= 2; ++wgs) {
+      run_issue<64, 1, false, false>(sms, wgs);
+      run_issue<64, 4, false, false>(sms, wgs);
+      run_issue<64, 8, false, false>(sms, wgs);
+      run_issue<64, 4, true, false>(sms, wgs);
+      run_issue<64, 8, true, false>(sms, wgs);
+      run_issue<64, 4, false, true>(sms, wgs);
+      run_issue<64, 8, false, true>(sms, wgs);
+      run_issue<64, 4, true, true>(sms, wgs);
+      run_issue<64, 8, true, true>(sms, wgs);
+      run_issue<32, 4, false, false>(sms, wgs);
+      run_issue<32, 4, false, true>(sms, wgs);
+      // the same work in half the instructions (N = 128)
+      run_issue<128, 2, false, false>(sms, wgs);
+      run_issue<128, 4, false, false>(sms, wgs);
+      run_issue<128, 2, false, true>(sms, wgs);
+      run_issue<128, 4, false, true>(sms, wgs);
+      run_issue<128, 2, true, true>(sms, wgs);
+    }
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "sync") {
     for (int warps : {4, 8, 12, 16}) {
       run_sync<1>(sms, warps);
@@ -137,6 +223,8 @@ int main(int argc, char** argv) {
     run<32, 8>(sms, wgs);
     run<64, 4>(sms, wgs);
     run<64, 6, 3>(sms, wgs);
+    run<128, 2>(sms, wgs);
+    run<128, 4>(sms, wgs);
   }
   return 0;
 }
