@@ -588,6 +588,9 @@ int main(int argc, char** argv) {
     run_case({"70b_gateup_m128_k2", 28672, 8192, 128, W, 1, 2}, Runner<WgK<2, 128, 1>, W>{});
     run_case({"8b_gateup_m128_k2", 14336, 4096, 128, W, 4, 2}, Runner<kbit::WgmmaCfg<2, __half, 128, 1, 8>, W>{});
     run_case({"qwen3_gateup_m64_k2", 5120, 2048, 64, W, 1, 2}, Runner<WgK<2, 64, 1>, W>{});
+    // k = 3 and 5 at 128 rows (12 MMA warps)
+    run_case({"70b_gateup_m128_k3", 28672, 8192, 128, W, 1, 3}, Runner<WgK<3, 128, 1>, W>{});
+    run_case({"70b_gateup_m128_k5", 28672, 8192, 128, W, 1, 5}, Runner<WgK<5, 128, 1>, W>{});
   };
 #ifdef TC_WGMMA_ONLY   // the wgmma kernel's cases from 32 rows on alone: a faster build for its probes
   (void)T;
