@@ -231,8 +231,18 @@ __host__ __device__ constexpr int wgmma_stages(int bits, int block_m, int warps,
   return s;
 }
 
-#ifndef KBIT_WGMMA_MAX_PIECE
-#define KBIT_WGMMA_MAX_PIECE 64
+// 128-row tiles as one m64n128k16 per k16 step instead of two m64n64k16.
+// The tensor pipe queues about eight wgmma instructions per SM whatever their
+// N; a warp issuing past that is held at the issue until earlier ones finish
+// (scripts/wgmma_rate.cu issue; docs/results.md v68), and the kernel's 12 MMA
+// warps issue 8 per warp and unit, so they sit there for most of the tensor
+// time. tc_bench, H200, four rounds (v68): with 12 MMA warps k = 4 Llama-3-70B
+// gate/up M = 128 -1.6..-2.6 us, down -2.0..-2.6, 8B down -0.1..-1.4, k = 3
+// -1.3..-2.4, k = 5 level, but k = 2 +1.4..+2.1; the whole tiles of 8 MMA
+// warps +0.8..+1.4 (k = 4). 0: off; 1: 12 MMA warps at k = 3, 4; 2: every
+// 128-row tile. Off until the GPU suite has run with it.
+#ifndef KBIT_WGMMA_WIDE_PIECES
+#define KBIT_WGMMA_WIDE_PIECES 0
 #endif
 
 // Compile-time configuration. kWarps / 4 warpgroups of 64 weight rows per
@@ -251,11 +261,12 @@ struct WgmmaConfig {
   static constexpr int kThreads = kWarps * kWarpSize;   // the MMA warps
   static constexpr int BLOCK_M = kBlockM_;
   static constexpr int BLOCK_N = kWarps * 16 * kNT;
-  // wgmma N of one instruction: the whole tile up to KBIT_WGMMA_MAX_PIECE.
-  // The tensor pipe queues about eight wgmma instructions per SM whatever
-  // their N, and a warp issuing past that waits at the issue for earlier
-  // ones to finish (scripts/wgmma_rate.cu issue, docs/results.md v68).
-  static constexpr int kPieceN = BLOCK_M < KBIT_WGMMA_MAX_PIECE ? BLOCK_M : KBIT_WGMMA_MAX_PIECE;
+  // wgmma N of one instruction: the whole tile up to 64 rows, or 128 with
+  // KBIT_WGMMA_WIDE_PIECES (above).
+  static constexpr bool kWidePieces =
+      BLOCK_M == 128 && (KBIT_WGMMA_WIDE_PIECES == 2 ||
+                         (KBIT_WGMMA_WIDE_PIECES == 1 && kWarps_ == 12 && (kBits_ == 3 || kBits_ == 4)));
+  static constexpr int kPieceN = kWidePieces ? 128 : BLOCK_M < 64 ? BLOCK_M : 64;
   static constexpr int kPieces = BLOCK_M / kPieceN;
   static constexpr int kSumBatch = 4;   // (finish_tile's loads of a split tile's sum; see KbitConfig)
   static constexpr bool kTileLoop =   // (KBIT_WGMMA_TILE_LOOP)
