@@ -8,8 +8,8 @@
 #   bash scripts/sass_tools.sh listing OUT.sass.gz [nvcc flags ...]
 #     e.g. bash scripts/sass_tools.sh listing /tmp/new.sass.gz -DTC_WGMMA_ONLY -DKBIT_WGMMA_TILE_LOOP=1
 #   python3 scripts/sass_loops.py /tmp/new.sass.gz --against /tmp/base.sass.gz wgmma_kernel
-#   SRC=scripts/wgmma_listing.cu: every wgmma configuration of one width instead
-#     (-DLIST_BITS=k, default 2), those tc_bench does not run included
+#   SRC=scripts/wgmma_listing.cu: every wgmma configuration (all k, both dtypes)
+#     instead, those tc_bench does not run included
 #
 # The listing is ptxas's, which the disassembler only prints: with this
 # machine's nvcc 13.0 it matched the H200's (CUDA 13.0) instruction for
