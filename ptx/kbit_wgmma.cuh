@@ -239,10 +239,10 @@ __host__ __device__ constexpr int wgmma_stages(int bits, int block_m, int warps,
 // time. tc_bench, H200, four rounds (v68): with 12 MMA warps k = 4 Llama-3-70B
 // gate/up M = 128 -1.6..-2.6 us, down -2.0..-2.6, 8B down -0.1..-1.4, k = 3
 // -1.3..-2.4, k = 5 level, but k = 2 +1.4..+2.1; the whole tiles of 8 MMA
-// warps +0.8..+1.4 (k = 4). 0: off; 1: 12 MMA warps at k = 3, 4; 2: every
-// 128-row tile. Off until the GPU suite has run with it.
+// warps +0.8..+1.4 (k = 4). 0: off; 1 (default): 12 MMA warps at k = 3, 4;
+// 2: every 128-row tile (the GPU suite and memcheck run clean with it, v69).
 #ifndef KBIT_WGMMA_WIDE_PIECES
-#define KBIT_WGMMA_WIDE_PIECES 0
+#define KBIT_WGMMA_WIDE_PIECES 1
 #endif
 
 // Compile-time configuration. kWarps / 4 warpgroups of 64 weight rows per
