@@ -9,7 +9,8 @@
 #   TC_FLAGS="-DTC_WGMMA_ONLY" ROUNDS=2 bash scripts/tc_ab.sh [case-substring | =case ...]   (on the device)
 #
 # NEW_FLAGS go to this tree's build only: a compile-time switch against the
-# same commit (build/base from HEAD), e.g. NEW_FLAGS="-DKBIT_WGMMA_TILE_LOOP=1".
+# same commit (build/base from HEAD), e.g. NEW_FLAGS="-DKBIT_WGMMA_TILE_LOOP=1"; KEEP_BASE=1
+# on later runs in the same call reuses the base build.
 #   python3 scripts/sass_loops.py new.sass.gz --against base.sass.gz wgmma_kernel            (here)
 #
 # Outputs in $OUT (or /tmp/out): new.sass.gz, base.sass.gz, loops.txt (sass_loops.py
@@ -20,8 +21,11 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT" build
 [ -f build/base/scripts/tc_bench.cu ] || { echo "no build/base (see the header)"; exit 2; }
 F="-O3 -std=c++17 -gencode arch=compute_90a,code=sm_90a --expt-relaxed-constexpr ${TC_FLAGS:--DTC_WGMMA_ONLY}"
 t0=$(date +%s)
+rm -f build/tc_new
 nvcc $F ${NEW_FLAGS:-} -I. -Iptx -Iscripts -o build/tc_new scripts/tc_bench.cu > "$OUT/build_new.log" 2>&1 &
-(cd build/base && nvcc $F -I. -Iptx -Iscripts -o ../tc_base scripts/tc_bench.cu) > "$OUT/build_base.log" 2>&1 &
+# (KEEP_BASE=1: reuse build/tc_base from an earlier run in the same call, for several NEW_FLAGS)
+[ -n "${KEEP_BASE:-}" ] && [ -x build/tc_base ] ||
+  (cd build/base && nvcc $F -I. -Iptx -Iscripts -o ../tc_base scripts/tc_bench.cu) > "$OUT/build_base.log" 2>&1 &
 wait
 echo "builds: $(( $(date +%s) - t0 )) s"
 for b in new base; do

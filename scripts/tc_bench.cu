@@ -576,6 +576,14 @@ int main(int argc, char** argv) {
     run_case({"qwen3_gateup_m64", 5120, 2048, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
     run_case({"qwen3_gateup_m128", 5120, 2048, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
     run_case({"qwen3_down_m64", 2048, 5120, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
+    // the other Qwen3-Coder-Next layers at 64 rows, and 128 rows as the rule takes them on layers
+    // under 2^25 weights (two 64-row tiles)
+    run_case({"qwen3_q_m64", 4096, 2048, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
+    run_case({"qwen3_o_m64", 2048, 4096, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
+    run_case({"qwen3_kv_m64", 512, 2048, 64, W, 1}, Runner<Wg4<64, 1>, W>{});
+    run_case({"qwen3_gateup_m128r", 5120, 2048, 128, W, 1}, Runner<Wg4<64, 1>, W>{});
+    run_case({"qwen3_down_m128r", 2048, 5120, 128, W, 1}, Runner<Wg4<64, 1>, W>{});
+    run_case({"qwen3_kv_m128r", 512, 2048, 128, W, 1}, Runner<Wg4<64, 1>, W>{});
     run_case({"70b_gateup_m64_k5", 28672, 8192, 64, W, 3, 5}, Runner<WgK<5, 64, 3>, W>{});
     run_case({"8b_down_m64_k2", 4096, 14336, 64, W, 2, 2}, Runner<WgK<2, 64, 2>, W>{});
     // the other k of the benchmarks' 64-row rows (eval/tasks/kbit_gemm.json)
