@@ -502,6 +502,26 @@ inline int wgmma_nt_for(const kbit_api::KbitArgs& a, int mtiles) {
 // were 7 % / 1 % slower: their split sums are narrower, and each CTA then
 // covers 128 K-tiles instead of 109 (docs/results.md v23).
 constexpr int kWgmmaWhole = 4;
+// Dense layers with fewer tiles than CTAs: a grid of a whole number s of CTAs
+// per tile, where it keeps at least KBIT_WGMMA_ALIGNED_GRID % of the wave
+// (0: off). Stream-K's shares (StreamKShare: CTA b takes units b U / G up to
+// (b + 1) U / G) then end exactly at tile ends, so no CTA runs two split-tile
+// epilogues. On the Qwen3-Coder-Next layers at 64 rows (H200, v69 timeline)
+// the CTAs whose share crosses a tile end leave their loop ~6 us after the
+// others (two claims and publishes of 64 x 128 fp32 parts, 2-5 us each).
+#ifndef KBIT_WGMMA_ALIGNED_GRID
+#define KBIT_WGMMA_ALIGNED_GRID 0
+#endif
+inline int wgmma_aligned_grid(const kbit_api::KbitArgs& a, int block_m, int block_n, int grid) {
+  const long long tiles = (long long)cdiv(a.M, block_m) * cdiv(a.N, block_n);
+  if (KBIT_WGMMA_ALIGNED_GRID <= 0 || tiles >= grid) return grid;
+  long long per_tile = grid / tiles;
+  // (the kernel keeps at least two units per CTA: beyond k_tiles / 2 CTAs per
+  // tile its own G, U / 2, is aligned already)
+  if (per_tile > a.k_tiles / 2) return grid;
+  const long long g = tiles * per_tile;
+  return g * 100 >= (long long)grid * KBIT_WGMMA_ALIGNED_GRID ? int(g) : grid;
+}
 #ifndef KBIT_WHOLE_TILE_FILL
 #define KBIT_WHOLE_TILE_FILL 80   // % of one wave the 128 x 128 tiles must fill for kWgmmaWhole (> 100: never)
 #endif
@@ -1060,9 +1080,13 @@ struct PlanFn {
   template <class Cfg> const char* operator()() const {
     if constexpr (K == Kernel::kDecode) return kbit_decode_plan_cfg<Cfg>(a, device, plan, fits);
 #if KBIT_HAS_WGMMA
-    else if constexpr (K == Kernel::kWgmma)
-      return kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_wgmma_kernel<Cfg>), a, device, plan,
-                                plan->wgmma == kWgmmaWhole);
+    else if constexpr (K == Kernel::kWgmma) {
+      const char* err = kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_wgmma_kernel<Cfg>), a, device,
+                                           plan, plan->wgmma == kWgmmaWhole);
+      if (err == nullptr && a.E == 1 && plan->wgmma != kWgmmaWhole)
+        plan->grid = wgmma_aligned_grid(a, Cfg::BLOCK_M, Cfg::BLOCK_N, plan->grid);
+      return err;
+    }
 #endif
     else return kbit_plan_cfg<Cfg>(a, device, plan);
   }

@@ -333,7 +333,7 @@ static void timeline(const Data& d, const R& runner, cudaStream_t st, const L2Fl
   const int ctas = runner.plan.grid;
   unsigned long long* tl;
   CK(cudaMalloc(&tl, size_t(ctas) * kSlots * 8));
-  double setup[3] = {0, 0, 0}, end_mean = 0, end_min = 0, end_max = 0;
+  double setup[3] = {0, 0, 0}, end_mean = 0, end_min = 0, end_max = 0, active_sum = 0;
   // [last epilogue of its CTA?][kind] -> count, sums of the three steps and the total
   double ep[2][3][7] = {};
   const int reps = 5;
@@ -349,10 +349,16 @@ static void timeline(const Data& d, const R& runner, cudaStream_t st, const L2Fl
     CK(cudaMemcpy(h.data(), tl, h.size() * 8, cudaMemcpyDeviceToHost));
     unsigned long long t0 = ~0ull;
     for (int c = 0; c < ctas; ++c) t0 = std::min(t0, h[size_t(c) * kSlots]);
+    // CTAs past the share count (StreamKShare::G: fewer units than CTAs) leave
+    // before their first mark after the start; they are left out.
+    int active = 0;
+    for (int c = 0; c < ctas; ++c) active += h[size_t(c) * kSlots + 31] != 0;
+    active_sum += active;
     double emin = 1e30, emax = 0, esum = 0;
     for (int c = 0; c < ctas; ++c) {
       const unsigned long long* m = &h[size_t(c) * kSlots];
-      for (int i = 0; i < 3; ++i) setup[i] += (m[i] - t0) / 1e3 / ctas / reps;
+      if (!m[31]) continue;
+      for (int i = 0; i < 3; ++i) setup[i] += (m[i] - t0) / 1e3 / active / reps;
       const double e = (m[31] - t0) / 1e3;
       esum += e; emin = std::min(emin, e); emax = std::max(emax, e);
       int n = 0;
@@ -371,12 +377,15 @@ static void timeline(const Data& d, const R& runner, cudaStream_t st, const L2Fl
         a[4] += (q[3] - q[0]) / 1e3;
       }
     }
-    end_mean += esum / ctas / reps; end_min += emin / reps; end_max += emax / reps;
+    end_mean += esum / active / reps; end_min += emin / reps; end_max += emax / reps;
     if (rep == reps - 1) {   // the earliest and latest CTAs of the last call
       std::vector<std::pair<double, int>> order;
-      for (int c = 0; c < ctas; ++c) order.push_back({(h[size_t(c) * kSlots + 31] - t0) / 1e3, c});
+      for (int c = 0; c < ctas; ++c)
+        if (h[size_t(c) * kSlots + 31]) order.push_back({(h[size_t(c) * kSlots + 31] - t0) / 1e3, c});
       std::sort(order.begin(), order.end());
-      for (int j : {0, 1, 2, ctas / 2, ctas - 3, ctas - 2, ctas - 1}) {
+      const int na = int(order.size());
+      for (int j : {0, 1, 2, na / 2, na - 3, na - 2, na - 1}) {
+        if (j < 0 || j >= na) continue;
         const int c = order[j].second;
         const unsigned long long* m = &h[size_t(c) * kSlots];
         std::printf("  CTA %3d: start %.2f first stage %.2f left %.2f; epilogues", c, (m[0] - t0) / 1e3,
@@ -388,9 +397,9 @@ static void timeline(const Data& d, const R& runner, cudaStream_t st, const L2Fl
       }
     }
   }
-  std::printf("  timeline (mean of %d calls, us from the first CTA's start): tables %.2f, first stage %.2f; "
-              "loop left min / mean / max %.2f / %.2f / %.2f\n", reps, setup[1], setup[2], end_min, end_mean,
-              end_max);
+  std::printf("  timeline (mean of %d calls, us from the first CTA's start; %.0f of %d CTAs with units): tables "
+              "%.2f, first stage %.2f; loop left min / mean / max %.2f / %.2f / %.2f\n", reps, active_sum / reps,
+              ctas, setup[1], setup[2], end_min, end_mean, end_max);
   static const char* kinds[3] = {"whole tile", "split part", "last part"};
   for (int last = 0; last < 2; ++last)
     for (int kind = 0; kind < 3; ++kind) {
@@ -398,7 +407,7 @@ static void timeline(const Data& d, const R& runner, cudaStream_t st, const L2Fl
       if (a[0] == 0) continue;
       const double n = a[0];
       std::printf("  epilogue %-12s %-9s per CTA %.2f: mean %.2f us (claim %.2f, publish %.2f, rest %.2f",
-                  kinds[kind], last ? "(last)" : "(earlier)", n / reps / ctas, a[4] / n, a[1] / n, a[2] / n,
+                  kinds[kind], last ? "(last)" : "(earlier)", n / active_sum, a[4] / n, a[1] / n, a[2] / n,
                   a[3] / n);
       if (kind == 2) std::printf(": others' sum loaded %.2f", a[5] / n);
       std::printf(")\n");
