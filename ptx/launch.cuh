@@ -502,13 +502,18 @@ inline int wgmma_nt_for(const kbit_api::KbitArgs& a, int mtiles) {
 // were 7 % / 1 % slower: their split sums are narrower, and each CTA then
 // covers 128 K-tiles instead of 109 (docs/results.md v23).
 constexpr int kWgmmaWhole = 4;
-// Dense layers with fewer tiles than CTAs: a grid of a whole number s of CTAs
-// per tile, where it keeps at least KBIT_WGMMA_ALIGNED_GRID % of the wave
-// (0: off). Stream-K's shares (StreamKShare: CTA b takes units b U / G up to
-// (b + 1) U / G) then end exactly at tile ends, so no CTA runs two split-tile
-// epilogues. On the Qwen3-Coder-Next layers at 64 rows (H200, v69 timeline)
-// the CTAs whose share crosses a tile end leave their loop ~6 us after the
-// others (two claims and publishes of 64 x 128 fp32 parts, 2-5 us each).
+// Dense layers with fewer tiles than CTAs, in configurations of two CTAs per
+// SM: a grid of a whole number s of CTAs per tile, where it keeps at least
+// KBIT_WGMMA_ALIGNED_GRID % of the wave (0: off). Stream-K's shares
+// (StreamKShare: CTA b takes units b U / G up to (b + 1) U / G) then end
+// exactly at tile ends, so no CTA runs two split-tile epilogues. On the
+// Qwen3-Coder-Next layers at 64 rows (H200, v69 timeline) the CTAs whose
+// share crosses a tile end leave their loop ~6 us after the others (two
+// claims and publishes of 64 x 128 fp32 parts, 2-5 us each). tc_bench, H200,
+// 90 %, three rounds (docs/results.md v69): Qwen3 down M = 64 -0.8..-1.0 us,
+// M = 128 -0.9..-1.2, gate/up and q -0.0..-0.4, o and kv level; Llama-3-8B
+// down M = 64 (one CTA per SM, 128 of 132 CTAs) +0.7..+2.2 at k = 2..5, hence
+// two CTAs per SM only. Off until the GPU suite has run with it.
 #ifndef KBIT_WGMMA_ALIGNED_GRID
 #define KBIT_WGMMA_ALIGNED_GRID 0
 #endif
@@ -1083,7 +1088,7 @@ struct PlanFn {
     else if constexpr (K == Kernel::kWgmma) {
       const char* err = kbit_plan_for<Cfg>(reinterpret_cast<const void*>(&kbit_wgmma_kernel<Cfg>), a, device,
                                            plan, plan->wgmma == kWgmmaWhole);
-      if (err == nullptr && a.E == 1 && plan->wgmma != kWgmmaWhole)
+      if (err == nullptr && a.E == 1 && plan->wgmma != kWgmmaWhole && plan->grid >= 2 * sm_count(device))
         plan->grid = wgmma_aligned_grid(a, Cfg::BLOCK_M, Cfg::BLOCK_N, plan->grid);
       return err;
     }
