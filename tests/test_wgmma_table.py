@@ -126,3 +126,46 @@ def test_wgmma_rule_measured_choices(tmp_path_factory):
                          capture_output=True, text=True, check=True).stdout.split("\n")
     got = [None if line == "none" else tuple(int(x) for x in line.split()) for line in out[:len(shapes)]]
     assert dict(zip(shapes, got)) == RULE_EXPECTED
+
+
+ALIGNED_PROGRAM = "#define KBIT_WGMMA_ALIGNED_GRID 90\n" + PROGRAM.split("// Prints one")[0] + r"""
+// Reads "M N K BLOCK_M BLOCK_N grid" lines; prints the grid wgmma_aligned_grid
+// gives, the CTAs the kernel's stream-K split then uses (StreamKShare: at
+// least two units each) and whether every tile's end is a share's end.
+int main() {
+  int m, n, k, bm, bn, grid;
+  while (std::scanf("%d %d %d %d %d %d", &m, &n, &k, &bm, &bn, &grid) == 6) {
+    kbit_api::KbitArgs a{};
+    a.M = m; a.N = n; a.K = k; a.E = 1; a.bits = 4; a.k_tiles = k / 64;
+    const int g = kbit::wgmma_aligned_grid(a, bm, bn, grid);
+    const long long tiles = (long long)kbit::cdiv(m, bm) * kbit::cdiv(n, bn), U = tiles * a.k_tiles;
+    const long long G = std::max(1ll, std::min((long long)g, U / 2));
+    long long ends = 0;   // tile ends that are share ends (b U / G for some b)
+    for (long long b = 1; b < G; ++b) ends += (b * U / G) % a.k_tiles == 0;
+    std::printf("%d %lld %d\n", g, G, int(ends == tiles - 1));
+  }
+  return 0;
+}
+"""
+# (M, N, K, BLOCK_M, BLOCK_N, grid) -> (grid, the kernel's CTAs, every tile end a share end)
+ALIGNED_EXPECTED = {
+    (64, 5120, 2048, 64, 128, 264): (240, 240, 1),    # Qwen3 gate/up: 40 tiles, 6 CTAs each
+    (64, 2048, 4096, 64, 128, 264): (256, 256, 1),    # Qwen3 o: 16 tiles of 64 K-tiles
+    (128, 2048, 5120, 64, 128, 264): (256, 256, 1),   # Qwen3 down at 128 rows: 32 tiles
+    (64, 512, 2048, 64, 128, 264): (264, 64, 1),      # kv: the kernel's two units per CTA align it
+    (64, 14336, 4096, 64, 256, 132): (132, 132, 0),   # 56 tiles: 112 CTAs would keep 85 % (< 90)
+    (128, 28672, 8192, 128, 192, 132): (132, 132, 0),  # more tiles than CTAs: unchanged
+}
+
+
+def test_wgmma_aligned_grid(tmp_path_factory):
+    """KBIT_WGMMA_ALIGNED_GRID (off by default; built here at 90 %): a whole
+    number of CTAs per tile where that keeps 90 % of the wave, and then every
+    tile's end is the end of a CTA's stream-K share (no CTA runs two split-tile
+    epilogues)."""
+    exe = build_host_program(tmp_path_factory, "wgmma_aligned", ALIGNED_PROGRAM)
+    shapes = list(ALIGNED_EXPECTED)
+    out = subprocess.run([str(exe)], input="".join(" ".join(map(str, s)) + "\n" for s in shapes),
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    got = [tuple(int(x) for x in line.split()) for line in out[:len(shapes)]]
+    assert dict(zip(shapes, got)) == ALIGNED_EXPECTED
