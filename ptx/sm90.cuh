@@ -153,6 +153,28 @@ __device__ __forceinline__ void cluster_arrive_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed;\n" ::: "memory");
 }
 __device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
+// The arrive with release: the thread's memory accesses before it (its
+// shared-memory stores, its reads of other CTAs' shared memory) are ordered
+// before the other threads' accesses after their wait.
+__device__ __forceinline__ void cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release;\n" ::: "memory");
+}
+// This CTA's rank in its cluster (%cluster_ctarank).
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+// Four consecutive floats (16-byte aligned) at a shared::cluster address
+// (mapa_shared): another CTA's shared memory, through the SM-to-SM network.
+__device__ __forceinline__ float4 ld_shared_cluster_f32x4(uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0,%1,%2,%3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
 // `bytes` more transaction bytes expected in the mbarrier's current phase, no
 // arrival and no ordering (relaxed: it does not wait for the thread's loads
 // in flight, as mbarrier_arrive_expect_tx's release does).
