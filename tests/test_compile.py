@@ -35,7 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc")
 
 TOOLS = ["nvfp4_bench", "gemv_bench", "l2_flush_check", "stream_probe", "racecheck_probe",
-         "tc_bench -DTC_PHASES", "tc_bench -DTC_WGMMA_ONLY", "wgmma_rate", "wgmma_overlap", "wgmma_ss_overlap"]
+         "tc_bench -DTC_PHASES", "tc_bench -DTC_WGMMA_ONLY", "wgmma_rate", "wgmma_overlap", "wgmma_ss_overlap",
+         "cluster_reduce"]
 CI_TARGETS = {"80", "90a", "100a"}   # SPEC §2 (every family has one of them)
 WRAPPER_ARCHES = [("sm80", "sm_80"), ("sm90", "sm_90a")]
 # Seconds of one core each build took on a 2-core machine (v61; sm100 v50): the pool
@@ -265,7 +266,8 @@ def test_compile_mode_exit_code_on_planted_error(tmp_path, monkeypatch):
 def test_standalone_tool_compiles(tool, builds):
     """The standalone tools in scripts/ (nvfp4, CUDA-core and tensor-core kernel
     tuning, the L2 flush check, the streaming probe, the racecheck probe, the
-    wgmma microbenchmarks; they share scripts/bench_util.cuh and ptx/) build
+    wgmma microbenchmarks, the split-tile epilogue miniature; they share
+    scripts/bench_util.cuh and ptx/) build
     against the current ptx/ headers, so they cannot silently rot. tc_bench
     twice: its full case list (with the phase hooks), and the wgmma cases
     alone (-DTC_WGMMA_ONLY, scripts/wg_breakdown.sh and tc_ab.sh; ~5 s). (The wgmma
