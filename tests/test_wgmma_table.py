@@ -6,7 +6,7 @@ table has the replicas docs/results.md v48 measured: 32 (128 KB, bank-conflict
 free) where one CTA holds the SM and they leave the ring enough stages, 16 for
 the 128-row tiles of 12 warps, 8 (32 KB, static) where two CTAs share an SM.
 And the tiles per MMA warp the plan picks (wgmma_config_for) on the measured
-shapes."""
+shapes, and the grids KBIT_WGMMA_ALIGNED_GRID gives (wgmma_aligned_grid)."""
 import subprocess
 
 from conftest import build_host_program
