@@ -57,6 +57,19 @@ __device__ __forceinline__ int claim(int* cnt, int parts, int* role_s) {
   return *role_s;
 }
 
+// Quad q of this thread's place summed over the cluster's first n CTAs'
+// parts (each at the same offset of its shared memory, from `base`).
+template <int kThreads>
+__device__ __forceinline__ float4 cluster_quad_sum(uint32_t base, int q, int n) {
+  const uint32_t a = base + uint32_t(q * kThreads + threadIdx.x) * 16;
+  float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int j = 0; j < n; ++j) {
+    const float4 x = kp::ld_shared_cluster_f32x4(kp::mapa_shared(a, uint32_t(j)));
+    s.x += x.x; s.y += x.y; s.z += x.z; s.w += x.w;
+  }
+  return s;
+}
+
 template <int kThreads, int kQuads>
 __global__ void __launch_bounds__(kThreads) epilogue_kernel(float* ws, int* ctr, __half* c, int parts, int mode,
                                                             int cs) {
@@ -89,15 +102,7 @@ __global__ void __launch_bounds__(kThreads) epilogue_kernel(float* ws, int* ctr,
     const uint32_t base = kp::smem_u32(part_s);
 #pragma unroll
     for (int q = 0; q < kQuads; ++q)
-      if (q % cs == rank) {
-        const uint32_t a = base + uint32_t(q * kThreads + tid) * 16;
-        float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-        for (int j = 0; j < cs; ++j) {
-          const float4 x = kp::ld_shared_cluster_f32x4(kp::mapa_shared(a, uint32_t(j)));
-          s.x += x.x; s.y += x.y; s.z += x.z; s.w += x.w;
-        }
-        v[q] = s;
-      }
+      if (q % cs == rank) v[q] = cluster_quad_sum<kThreads>(base, q, cs);
     kp::cluster_arrive_release();   // (this CTA's reads of the others' parts are done; the wait is at exit)
     const int sub = tile * cs + rank;
     float* w = ws + size_t(sub) * kQuads * kThreads * 4;
@@ -129,15 +134,7 @@ __global__ void __launch_bounds__(kThreads) epilogue_kernel(float* ws, int* ctr,
     kp::cluster_arrive_release();
     kp::cluster_wait();
     const uint32_t rank = kp::cluster_ctarank(), base = kp::smem_u32(part_s);
-    for (int q = int(rank); q < kQuads; q += parts) {
-      const uint32_t a = base + uint32_t(q * kThreads + tid) * 16;
-      float4 s = make_float4(0.f, 0.f, 0.f, 0.f);
-      for (int j = 0; j < parts; ++j) {
-        const float4 x = kp::ld_shared_cluster_f32x4(kp::mapa_shared(a, uint32_t(j)));
-        s.x += x.x; s.y += x.y; s.z += x.z; s.w += x.w;
-      }
-      store_c(q, s);
-    }
+    for (int q = int(rank); q < kQuads; q += parts) store_c(q, cluster_quad_sum<kThreads>(base, q, parts));
     kp::cluster_arrive_release();   // (this CTA's reads of the others' parts are done)
     kp::cluster_wait();
     return;
