@@ -513,9 +513,9 @@ constexpr int kWgmmaWhole = 4;
 // 90 %, three rounds (docs/results.md v69): Qwen3 down M = 64 -0.8..-1.0 us,
 // M = 128 -0.9..-1.2, gate/up and q -0.0..-0.4, o and kv level; Llama-3-8B
 // down M = 64 (one CTA per SM, 128 of 132 CTAs) +0.7..+2.2 at k = 2..5, hence
-// two CTAs per SM only. Off until the GPU suite has run with it.
+// two CTAs per SM only. On since v70 (harness A/B in docs/results.md v70).
 #ifndef KBIT_WGMMA_ALIGNED_GRID
-#define KBIT_WGMMA_ALIGNED_GRID 0
+#define KBIT_WGMMA_ALIGNED_GRID 90
 #endif
 inline int wgmma_aligned_grid(const kbit_api::KbitArgs& a, int block_m, int block_n, int grid) {
   const long long tiles = (long long)cdiv(a.M, block_m) * cdiv(a.N, block_n);

@@ -78,7 +78,10 @@ CASES = [dict(m=1, n=100, k=96, bits=4, dtype="float16"), dict(m=17, n=136, k=22
          dict(m=16, n=10552, k=2080, bits=4, dtype="float16"), dict(m=30, n=10552, k=2080, bits=5, dtype="bfloat16"),
          # pair fields (M = 17..32, k = 3, 4): the 3 x 4 with part-filled tiles, and configuration 7
          # at 32 rows (12 K-groups of one warp, 97 K-tiles) with N % 16 == 8 and K % 64 == 32
-         dict(m=32, n=10552, k=2080, bits=3, dtype="float16"), dict(m=21, n=4104, k=6176, bits=4, dtype="bfloat16")]
+         dict(m=32, n=10552, k=2080, bits=3, dtype="float16"), dict(m=21, n=4104, k=6176, bits=4, dtype="bfloat16"),
+         # the wgmma kernel's aligned grid (KBIT_WGMMA_ALIGNED_GRID; dense, fewer 64-row tiles than
+         # CTAs at two CTAs per SM): 41 tiles x 6 CTAs on 132 SMs, N % 128 == 8, K % 64 == 32
+         dict(m=56, n=5128, k=2080, bits=4, dtype="float16")]
 bad = 0
 KERNELS = [k for k in os.environ.get("SANITIZE_KERNELS", "auto tiled decode decode64 wgmma gemv rows").split() if k != "none"]
 for kernel in KERNELS:   # the choice by shape, then each kernel / tile everywhere

@@ -468,6 +468,24 @@ def test_kbit_wgmma_tiles_per_warp(bits, m, n, monkeypatch):
 
 
 @requires_sm80
+@pytest.mark.parametrize("m,n,k,bits,dtype", [(64, 5120, 2048, 4, "float16"), (56, 5128, 2080, 3, "bfloat16"),
+                                              (128, 2056, 5120, 5, "float16"), (48, 2048, 4128, 2, "bfloat16"),
+                                              (100, 1032, 2080, 4, "bfloat16")])
+def test_kbit_wgmma_aligned_grid(m, n, k, bits, dtype):
+    """Dense layers of fewer 64-row tiles than CTAs at two CTAs per SM (the
+    Qwen3-Coder-Next sizes at 33..128 rows; the choice by shape takes the
+    wgmma kernel in the sm90 family): with KBIT_WGMMA_ALIGNED_GRID a whole
+    number of CTAs per tile (on 132 SMs 240, 246, 238, 256 and 252 CTAs here;
+    tests/test_wgmma_table.py checks the grids on the host), partial tiles in
+    N and K included. Two runs, each checked."""
+    spec = dict(problem="kbit_gemm", m=m, n=n, k=k, bits=bits, dtype=dtype, experts=1, seed=21)
+    data = generate(spec, "cuda")
+    for out in _outputs(data, runs=2):
+        ok, msg = R.check_implementation(data, out)
+        assert ok, msg
+
+
+@requires_sm80
 @pytest.mark.parametrize("bits", [4, 5])
 @pytest.mark.parametrize("rows,n", [(40, 520), (70, 200)])
 def test_kbit_wgmma_many_experts(bits, rows, n, monkeypatch):
