@@ -36,7 +36,7 @@ needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc
 
 TOOLS = ["nvfp4_bench", "gemv_bench", "l2_flush_check", "stream_probe", "racecheck_probe",
          "tc_bench -DTC_PHASES", "tc_bench -DTC_WGMMA_ONLY", "wgmma_rate", "wgmma_overlap", "wgmma_ss_overlap",
-         "cluster_reduce"]
+         "cluster_reduce", "dequant_rate"]
 CI_TARGETS = {"80", "90a", "100a"}   # SPEC §2 (every family has one of them)
 WRAPPER_ARCHES = [("sm80", "sm_80"), ("sm90", "sm_90a")]
 # Seconds of one core each build took on a 2-core machine (v61; sm100 v50): the pool
