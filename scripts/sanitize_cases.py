@@ -3,7 +3,8 @@ racecheck): every k, both dtypes, partial tiles, split tiles, grouped with
 empty experts, M = 1 .. 300 (each with the mma.sync tiled kernel, the decode kernel's two warp tiles
 and, in the sm90 family, the wgmma tiled kernel: forced, two tiles per warp at M = 17 and 50 with
 N < 512, three at M = 20 and 50 with N >= 512, all with the copy warpgroup, as are the 128-row tiles:
-one CTA per tile at M = 300 dense, 12 MMA warps and stream-K at M = 300 grouped; the CUDA-core
+one CTA per tile at M = 300 dense, 12 MMA warps and stream-K at M = 300 grouped, and a whole number
+of CTAs per tile on a dense layer of fewer 64-row tiles than CTAs (M = 56); the CUDA-core
 kernel where it applies: dense M = 1 and every grouped case; the row-owning kernel at dense M <= 32),
 a dense layer whose offsets are not {0, M}
 (each kernel choice), and nvfp4 with plain and blocked scales.
