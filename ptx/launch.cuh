@@ -514,6 +514,8 @@ constexpr int kWgmmaWhole = 4;
 // M = 128 -0.9..-1.2, gate/up and q -0.0..-0.4, o and kv level; Llama-3-8B
 // down M = 64 (one CTA per SM, 128 of 132 CTAs) +0.7..+2.2 at k = 2..5, hence
 // two CTAs per SM only. On since v70 (harness A/B in docs/results.md v70).
+// (decode_aligned_ctas is the other direction: more tiles than CTAs, a grid
+// that divides them.)
 #ifndef KBIT_WGMMA_ALIGNED_GRID
 #define KBIT_WGMMA_ALIGNED_GRID 90
 #endif

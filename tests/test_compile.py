@@ -266,7 +266,8 @@ def test_compile_mode_exit_code_on_planted_error(tmp_path, monkeypatch):
 def test_standalone_tool_compiles(tool, builds):
     """The standalone tools in scripts/ (nvfp4, CUDA-core and tensor-core kernel
     tuning, the L2 flush check, the streaming probe, the racecheck probe, the
-    wgmma microbenchmarks, the split-tile epilogue miniature; they share
+    wgmma microbenchmarks, the split-tile epilogue miniature, the
+    dequantization stage alone; they share
     scripts/bench_util.cuh and ptx/) build
     against the current ptx/ headers, so they cannot silently rot. tc_bench
     twice: its full case list (with the phase hooks), and the wgmma cases
