@@ -126,9 +126,23 @@ struct WgmmaParams : KbitParams {
 // MMAs reuse its fragments), bit 2 skips the tile epilogues, bit 3 stores
 // every contributor's part of a tile straight to C (no workspace sums), bit 4
 // copies only the first half of each activation box (half the activation
-// bytes into each SM: docs/results.md v65).
+// bytes into each SM: docs/results.md v65), bit 5 issues no copies after the
+// ring's first round (each stage's barrier completes by a plain arrival; the
+// slots keep their first contents).
 #ifndef KBIT_WGMMA_PROBE
 #define KBIT_WGMMA_PROBE 0
+#endif
+// Wait for every MMA of a unit before the next unit's dequantization
+// (WgmmaConfig::kDrain): 0 off, 1 at 128-row tiles, 2 wherever the copies
+// have a warp of their own.
+#ifndef KBIT_WGMMA_DRAIN
+#define KBIT_WGMMA_DRAIN 0
+#endif
+// Where an MMA warp waits for the next unit's stage: before it waits for
+// the previous unit's MMAs (WgmmaConfig::kEarlyFull), not after. 0 never,
+// 1 (default) the configurations where that measured faster, 2 every one.
+#ifndef KBIT_WGMMA_EARLY_FULL
+#define KBIT_WGMMA_EARLY_FULL 1
 #endif
 // Timeline hooks (scripts/tc_bench.cu -DTC_TIMELINE): thread 0 records a
 // value in a per-CTA slot (KBIT_WGMMA_MARK) or in the current tile
@@ -140,6 +154,14 @@ struct WgmmaParams : KbitParams {
 // the SM clocks spent in each phase of its loop (KBIT_WGMMA_PHASE(k, x): phase
 // k ended once x is in a register) and stores the sums at the kernel's end.
 // Empty by default.
+// Ring hooks (scripts/tc_bench.cu -DTC_RING): SM clocks of a share's unit n
+// at each hand-over of its slot: 0 the copy warp got the slot (its previous
+// unit released), 1 the copies issued, 2 thread 0 at the unit's full
+// barrier, 3 thread 0 past it, 4 thread 0 released the unit's slot. Empty by
+// default.
+#ifndef KBIT_RING_MARK
+#define KBIT_RING_MARK(kind, n)
+#endif
 #ifndef KBIT_WGMMA_PHASE
 #define KBIT_WGMMA_PHASES_BEGIN()
 #define KBIT_WGMMA_PHASE(k, x)
@@ -297,6 +319,24 @@ struct WgmmaConfig {
   static constexpr bool kCopyWG = KBIT_WGMMA_COPY_WARP && KBIT_WGMMA_COPY_WG && kMinBlocks_ == 1;
   static constexpr bool kCopyOne = KBIT_WGMMA_COPY_WARP && !kCopyWG && kBlockM_ <= KBIT_WGMMA_COPY_WARP_MAX_M;
   static constexpr bool kCopyWarp = kCopyOne || kCopyWG;
+  // Each MMA warp waits for all of a unit's MMAs before it dequantizes the
+  // next unit (KBIT_WGMMA_DRAIN, needs the copy warp: the slot is released
+  // one unit earlier), so at most one group per warpgroup is in the tensor
+  // pipe's queue and the warpgroups overlap each other's MMAs.
+  static constexpr bool kDrain = kCopyWarp && (KBIT_WGMMA_DRAIN == 2 || (KBIT_WGMMA_DRAIN == 1 && kBlockM_ == 128));
+  // The stage's wait ahead of the MMAs' (KBIT_WGMMA_EARLY_FULL). The stage
+  // has almost always landed (thread 0 finds it complete after ~155 SM
+  // clocks, tc_bench -DTC_RING), and that latency then passes while the
+  // warp waits for its MMAs anyway, not before its dequantization. tc_bench,
+  // H200, three rounds each (docs/results.md v71): Llama-3-8B gate/up
+  // M = 128 37.6-38.7 -> 36.2-36.5 us, 70B M = 128 -1.5 %, 70B M = 32 and
+  // 8B M = 64 -1.8 %, 8B down M = 128 -1 %; but 70B M = 64 (three tiles at
+  // 64 rows) +8.5 %, and +1 % at two tiles of 32 rows, at k = 5 with three
+  // tiles at 64 rows and without a copy warp: those keep the wait after.
+  static constexpr bool kEarlyFull =
+      KBIT_WGMMA_EARLY_FULL == 2 ||
+      (KBIT_WGMMA_EARLY_FULL == 1 && kCopyWarp &&
+       (kBlockM_ == 128 || (kBlockM_ == 64 && kNT_ == 2) || (kBlockM_ == 32 && kNT_ == 3)));
   static constexpr int kCtaWarps = kWarps + (kCopyWG ? 4 : kCopyOne ? 1 : 0);
   static constexpr int kCtaThreads = kCtaWarps * kWarpSize;
   // (Per-thread counts are multiples of 8, at most 248: the largest below 255.)
@@ -377,6 +417,7 @@ struct TmaCursor : WeightCursor<Cfg> {
   static constexpr bool kCommitGroups = false;   // completion is the mbarrier's
   int row0;
   uint32_t w_bytes;   // plane words of the rows in memory; the scales are w_bytes / (4 * kBits)
+  mutable int probe_issued = 0;   // (KBIT_WGMMA_PROBE bit 5)
 
   __device__ __forceinline__ void start(const KbitParams& p, const TilePos& pos, int kt0, int) {
     w_bytes = uint32_t(this->seek(p, pos, kt0)) * (8 * Cfg::kBits);
@@ -386,6 +427,12 @@ struct TmaCursor : WeightCursor<Cfg> {
   // Fill the stage at shared address `stage` (its mbarrier `full`).
   __device__ __forceinline__ void issue(const WgmmaParams& p, int tid, uint32_t stage, uint32_t full) const {
     if (tid != 0) return;
+    if constexpr (KBIT_WGMMA_PROBE & 32) {   // probe: after the ring's first round, no copies
+      if (++probe_issued > Cfg::kStages) {
+        ptx::mbarrier_arrive(full);
+        return;
+      }
+    }
     const uint32_t s_bytes = w_bytes / (4 * Cfg::kBits);
     // The slot's previous contents were read through the generic proxy
     // (dequantization loads, before the CTA barrier); the copies write
@@ -496,7 +543,9 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
           ptx::mbarrier_wait_parity(empty_s + 8 * s, (empty_phases >> s) & 1u);
           empty_phases ^= 1u << s;
         }
+        KBIT_RING_MARK(0, n);
         prod.produce(p, sh, slot_start, lane, ring_s + s * Cfg::kStageBytes, bar_s + 8 * s);
+        KBIT_RING_MARK(1, n);
       }
       return;
     }
@@ -520,7 +569,9 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     ptx::mbarrier_wait_parity(bar_s + 8 * s, (phases >> s) & 1u);
     phases ^= 1u << s;
   };
+  KBIT_RING_MARK(2, 0);
   wait_full(0);
+  KBIT_RING_MARK(3, 0);
   KBIT_WGMMA_MARK(2, kbit_mark_now());
 
   uint32_t fa[Cfg::kNT][4][4], fb[Cfg::kNT][4][4];
@@ -552,22 +603,39 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     wgmma_ktile<Cfg>(acc, cur, ring_s + slot * Cfg::kStageBytes, accumulate);
     KBIT_WGMMA_PHASE(0, 0u);
     accumulate = 1;
-    const int prev = slot == 0 ? Cfg::kStages - 1 : slot - 1;
+    const int prev = slot == 0 ? Cfg::kStages - 1 : slot - 1, done = slot;
     slot = next_slot(slot);
     if (i + 1 < units) {
-      ptx::wgmma_wait<1>();   // this warp's MMAs of unit i - 1 are done
+      if constexpr (Cfg::kEarlyFull) {   // unit i + 1's copies (kEarlyFull)
+        KBIT_RING_MARK(2, i + 1);
+        wait_full(slot);
+        KBIT_RING_MARK(3, i + 1);
+      }
+      if constexpr (Cfg::kDrain) ptx::wgmma_wait<0>();   // this warp's MMAs of unit i are done
+      else ptx::wgmma_wait<1>();                         // ... of unit i - 1
       if constexpr (Cfg::kCopyWarp) {
         // This warp's reads of slot i - 1 (its MMAs', its dequantization's) are
         // done: released to the copy warp (arrive releases, its wait acquires).
-        // At the share's first unit the previous slot holds no unit.
-        if (i > 0 && lane == 0) ptx::mbarrier_arrive(empty_s + 8 * prev);
+        // At the share's first unit the previous slot holds no unit. Where
+        // the MMAs drain, slot i is done already.
+        if constexpr (Cfg::kDrain) {
+          if (lane == 0) ptx::mbarrier_arrive(empty_s + 8 * done);
+          KBIT_RING_MARK(4, i);
+        } else if (i > 0 && lane == 0) {
+          ptx::mbarrier_arrive(empty_s + 8 * prev);
+          KBIT_RING_MARK(4, i - 1);
+        }
       } else {
         __syncthreads();      // ... every warp's, and its reads of slot i - 1: it may be refilled
         if (warp == 0)
           prod.produce(p, sh, slot_start, tid, ring_s + prev * Cfg::kStageBytes, bar_s + 8 * prev);
       }
       KBIT_WGMMA_PHASE(1, 0u);
-      wait_full(slot);        // unit i + 1's copies
+      if constexpr (!Cfg::kEarlyFull) {
+        KBIT_RING_MARK(2, i + 1);
+        wait_full(slot);        // unit i + 1's copies
+        KBIT_RING_MARK(3, i + 1);
+      }
       KBIT_WGMMA_PHASE(2, 0u);
       if constexpr (!(KBIT_WGMMA_PROBE & 2))
         dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, warp, lane);

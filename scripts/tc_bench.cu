@@ -77,6 +77,20 @@ __device__ __forceinline__ unsigned long long kbit_mark_after(float x) {   // on
     if (threadIdx.x == 0 && g_tl) ++s_tl_ep;   \
   } while (0)
 #endif
+#ifdef TC_RING
+// The ring's hand-overs (kbit_wgmma.cuh KBIT_RING_MARK), SM clocks of the
+// first kRingUnits units of each CTA's share: [CTA][unit][kind].
+constexpr int kRingUnits = 64, kRingKinds = 5;
+__constant__ long long* g_ring;
+#define KBIT_RING_MARK(kind, n)                                                         \
+  do {                                                                                  \
+    if (threadIdx.x % 32 == 0 && (threadIdx.x == 0 || (kind) < 2) && g_ring && (n) < kRingUnits) { \
+      long long t_;                                                                     \
+      asm volatile("mov.u64 %0, %%clock64;" : "=l"(t_)::"memory");                      \
+      g_ring[(size_t(blockIdx.x) * kRingUnits + (n)) * kRingKinds + (kind)] = t_;       \
+    }                                                                                   \
+  } while (0)
+#endif
 #ifdef TC_PHASES
 // Loop phases of every MMA warp (lane 0, SM clocks): 0 issuing the unit's
 // MMAs, 1 waiting for the previous unit's MMAs (and releasing its slot, or the
@@ -416,6 +430,51 @@ static void timeline(const Data& d, const R& runner, cudaStream_t st, const L2Fl
 }
 #endif
 
+#ifdef TC_RING
+// One flushed call with the ring marks on: per unit n of a share (units S + 1
+// .. 62, so that every slot has turned over once), means over the CTAs, SM
+// clocks: the copies' latency (issued -> thread 0 past the full barrier, or
+// landed before it came), the copy warp's issue, the slot's hand-back (thread
+// 0's release of unit n - S -> the copy warp has the slot: waits for the other
+// MMA warps and the wake-up), thread 0's wait at the full barrier, and the
+// period (thread 0 past unit n's barrier after unit n - 1's).
+template <class R>
+static void ring_report(const Data& d, const R& runner, cudaStream_t st, const L2Flush& flush) {
+  using C = typename R::Config;
+  const int ctas = runner.plan.grid, S = C::kStages;
+  long long* ring;
+  const size_t n = size_t(ctas) * kRingUnits * kRingKinds;
+  CK(cudaMalloc(&ring, n * 8));
+  CK(cudaMemset(ring, 0, n * 8));
+  CK(cudaMemcpyToSymbol(g_ring, &ring, sizeof(ring)));
+  flush(st);
+  runner.launch(d, st);
+  CK(cudaStreamSynchronize(st));
+  long long* none = nullptr;
+  CK(cudaMemcpyToSymbol(g_ring, &none, sizeof(none)));
+  std::vector<long long> h(n);
+  CK(cudaMemcpy(h.data(), ring, n * 8, cudaMemcpyDeviceToHost));
+  CK(cudaFree(ring));
+  double sum[5] = {}, cnt = 0, lat_max = 0;
+  for (int c = 0; c < ctas; ++c)
+    for (int u = S + 1; u < kRingUnits - 1; ++u) {
+      const long long* m = &h[(size_t(c) * kRingUnits + u) * kRingKinds];
+      const long long* q = &h[(size_t(c) * kRingUnits + u - S) * kRingKinds];   // the slot's previous unit
+      const long long* b = m - kRingKinds;                                       // unit u - 1
+      if (!m[0] || !m[1] || !m[2] || !m[3] || !q[4] || !b[3]) continue;
+      const double lat = double(m[3] - m[1]);
+      sum[0] += lat; sum[1] += double(m[1] - m[0]); sum[2] += double(m[0] - q[4]);
+      sum[3] += double(m[3] - m[2]); sum[4] += double(m[3] - b[3]);
+      lat_max = std::max(lat_max, lat);
+      ++cnt;
+    }
+  if (cnt == 0) { std::printf("  ring: no complete units\n"); return; }
+  std::printf("  ring (%d stages, %.0f units, SM clocks): copy latency %.0f (max %.0f), issue %.0f, slot hand-back %.0f, "
+              "thread 0 waits %.0f, period %.0f\n", S, cnt, sum[0] / cnt, lat_max, sum[1] / cnt, sum[2] / cnt,
+              sum[3] / cnt, sum[4] / cnt);
+}
+#endif
+
 #ifdef TC_PHASES
 // One flushed call with the phase clocks on (5 calls): each phase's share of
 // the MMA warps' loop time, mean over warps, and the spread of the loop totals.
@@ -555,6 +614,9 @@ int main(int argc, char** argv) {
 #ifdef TC_PHASES
     if (cs.kernel == Kernel::kWgmma) phases(d, runner, st, flush);
 #endif
+#ifdef TC_RING
+    if (cs.kernel == Kernel::kWgmma) ring_report(d, runner, st, flush);
+#endif
     if (!KBIT_WGMMA_PROBE && !KBIT_DECODE_PROBE && !(err <= 1.0)) {
       std::fprintf(stderr, "%s: wrong results (err %.3f)\n", cs.name, err);
       std::exit(2);
@@ -620,6 +682,10 @@ int main(int argc, char** argv) {
   // 8B gate/up at 128 rows (112 whole tiles on 132 SMs) with stream-K: 12 and 8 MMA warps
   run_case({"8b_gateup_m128_sk12", 14336, 4096, 128, W, 1}, Runner<Wg4<128, 1>, W>{});
   run_case({"8b_gateup_m128_sk8", 14336, 4096, 128, W, 1}, Runner<WgWhole4, W>{});
+  // 8B gate/up at 128 rows in whole tiles with 4 and 7 ring stages (the rule's: 6; 7 is the most
+  // that fit beside the 64 KB pair table): is the loop bound by the ring's depth?
+  run_case({"8b_gateup_m128_s4", 14336, 4096, 128, W, 4}, Runner<kbit::WgmmaConfig<4, __half, 128, 4, 1, 8, 1>, W>{});
+  run_case({"8b_gateup_m128_s7", 14336, 4096, 128, W, 4}, Runner<kbit::WgmmaConfig<4, __half, 128, 7, 1, 8, 1>, W>{});
 #else
   // Two K-tiles per pass of the row-owning kernel's group barrier (RowsConfig kSyncTiles; _sync2,
   // 4 stages) against the rule's configurations (_sync1) and their 4-stage forms (_sync1s4); the

@@ -19,17 +19,27 @@ F="$F -DTC_WGMMA_ONLY ${TC_FLAGS:-}"
 declare -A V=([plain]="" [tl]="-DTC_TIMELINE" [ph]="-DTC_PHASES" [p1]="-DKBIT_WGMMA_PROBE=1"
               [p2]="-DKBIT_WGMMA_PROBE=2" [p3]="-DKBIT_WGMMA_PROBE=3" [p4]="-DKBIT_WGMMA_PROBE=4"
               [p8]="-DKBIT_WGMMA_PROBE=8" [p16]="-DKBIT_WGMMA_PROBE=16" [p19]="-DKBIT_WGMMA_PROBE=19"
-              [ph16]="-DTC_PHASES -DKBIT_WGMMA_PROBE=16")
+              [ph16]="-DTC_PHASES -DKBIT_WGMMA_PROBE=16" [ring]="-DTC_RING"
+              [d1]="-DKBIT_WGMMA_DRAIN=1" [d2]="-DKBIT_WGMMA_DRAIN=2" [w0]="-DKBIT_WGMMA_WIDE_PIECES=0"
+              [w2]="-DKBIT_WGMMA_WIDE_PIECES=2" [ef0]="-DKBIT_WGMMA_EARLY_FULL=0" [ef2]="-DKBIT_WGMMA_EARLY_FULL=2")
 VARS=${VARS:-plain tl ph p1 p2 p3 p8 p16}
-for v in $VARS; do
-  [ -n "${V[$v]+x}" ] || { echo "unknown build '$v' (known: ${!V[*]})"; exit 2; }
+for v in $VARS; do   # (any pN: KBIT_WGMMA_PROBE=N; a+b: both builds' flags)
+  [ -n "${V[$v]+x}" ] && continue
+  f=""
+  for part in ${v//+/ }; do
+    if [[ $part =~ ^p([0-9]+)$ ]]; then f="$f -DKBIT_WGMMA_PROBE=${BASH_REMATCH[1]}"
+    elif [ -n "${V[$part]+x}" ]; then f="$f ${V[$part]}"
+    else echo "unknown build '$part' (known: ${!V[*]}, pN, a+b)"; exit 2; fi
+  done
+  V[$v]=$f
 done
 t0=$(date +%s)
-for v in $VARS; do nvcc $F ${V[$v]} -o build/tcw_$v scripts/tc_bench.cu > "$OUT/build_$v.log" 2>&1 & done
+for v in $VARS; do nvcc $F ${V[$v]} -o build/tcw_${v//+/_} scripts/tc_bench.cu > "$OUT/build_${v//+/_}.log" 2>&1 & done
 wait
 echo "builds: $(( $(date +%s) - t0 )) s"
 for v in $VARS; do
   echo "=== $v: ${V[$v]}"
-  [ -x build/tcw_$v ] || { tail -5 "$OUT/build_$v.log"; continue; }
-  build/tcw_$v "$@" 2>&1 | grep -v "^device\|^graph us\|^case" | tee "$OUT/run_$v.txt"
+  n=${v//+/_}   # (file names without '+')
+  [ -x build/tcw_$n ] || { tail -5 "$OUT/build_$n.log"; continue; }
+  build/tcw_$n "$@" 2>&1 | grep -v "^device\|^graph us\|^case" | tee "$OUT/run_$n.txt"
 done
