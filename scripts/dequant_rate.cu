@@ -15,6 +15,13 @@
 // loop is. The fragments are folded into one word (fold: one LOP3 per two
 // words, 1/8 of an instruction per weight pair and thread, counted in the
 // rate) so that they must be computed.
+// kSync adds, per K-tile and before its dequantization, the wgmma kernel's
+// per-unit synchronization without its MMAs or copies (v71: the kernel's loop
+// dequantizes at ~2.5x the clocks of this stage alone): bit 0 an mbarrier
+// wait on a phase that completed before the loop (the stage's wait, which
+// then succeeds at once), bit 1 lane 0's arrival on a barrier that never
+// completes (the slot's release), bit 2 wgmma.fence, an empty commit group
+// and wait_group 1 (the MMAs' ordering, no MMA issued).
 // Warps past the configuration's kWarps reuse its rows (warp % kWarps): the
 // same shared-memory addresses, as two CTAs of one SM would read the same
 // table. Weights per SM-clock = W x 16 kNT rows x 64 x K-tiles / the CTA's
@@ -53,10 +60,18 @@ __device__ __forceinline__ void fold(uint32_t& acc, const uint32_t (&f)[Cfg::kNT
     }
 }
 
-template <class Cfg, int W>
+template <class Cfg, int W, int kSync>
 __global__ void __launch_bounds__(W * 32, 1) dequant_rate_kernel(int ktiles, unsigned long long* out, uint32_t seed) {
   extern __shared__ __align__(1024) uint8_t smem[];
   __shared__ float e4m4[256];
+  __shared__ __align__(8) uint64_t bars[2];   // (kSync) 0: one completed phase, 1: never completes
+  const uint32_t bar_done = kbit::ptx::smem_u32(&bars[0]), bar_open = kbit::ptx::smem_u32(&bars[1]);
+  if (threadIdx.x == 0) {
+    kbit::ptx::mbarrier_init(bar_done, 1);
+    kbit::ptx::mbarrier_init(bar_open, (1 << 20) - 1);   // (the largest count: no phase ends in the loop)
+    kbit::ptx::fence_mbarrier_init();
+    kbit::ptx::mbarrier_arrive(bar_done);   // phase 0 complete
+  }
   uint8_t* lut = smem;
   uint8_t* ring = smem + (Cfg::kLutBytes + 1023) / 1024 * 1024;
   const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) % Cfg::kWarps;
@@ -72,28 +87,43 @@ __global__ void __launch_bounds__(W * 32, 1) dequant_rate_kernel(int ktiles, uns
   uint32_t rot[5];
   kbit::pair_rotations<Cfg>(rot, lane);
   uint32_t fa[Cfg::kNT][4][4], fb[Cfg::kNT][4][4], acc = 0;
+  auto sync = [&] {
+    if constexpr ((kSync & 4) != 0) {
+      kbit::ptx::wgmma_fence();
+      kbit::ptx::wgmma_commit();
+      kbit::ptx::wgmma_wait<1>();
+    }
+    if constexpr ((kSync & 1) != 0) kbit::ptx::mbarrier_wait_parity(bar_done, 0u);
+    if constexpr ((kSync & 2) != 0)
+      if (lane == 0) kbit::ptx::mbarrier_arrive(bar_open);
+  };
   const long long t0 = clock64();
   for (int kt = 0; kt < ktiles; kt += 2) {
+    sync();
     kbit::dequant_ktile<Cfg>(fa, ring + (kt % Cfg::kStages) * Cfg::kStageBytes, lut, lane_off, e4m4, rot, warp, lane);
     fold<Cfg>(acc, fa);
+    sync();
     kbit::dequant_ktile<Cfg>(fb, ring + ((kt + 1) % Cfg::kStages) * Cfg::kStageBytes, lut, lane_off, e4m4, rot, warp,
                              lane);
     fold<Cfg>(acc, fb);
   }
+  if constexpr ((kSync & 4) != 0) kbit::ptx::wgmma_wait<0>();
   __syncthreads();
   if (tid == 0) out[blockIdx.x] = (unsigned long long)(clock64() - t0);
   if (acc == seed) out[blockIdx.x] ^= 1;   // (keeps the fold; a random match changes a clock's last bit)
 }
 
-template <class Cfg, int W>
+template <class Cfg, int W, int kSync = 0>
 void run(const char* name, int sms, int ktiles) {
   const size_t smem = (Cfg::kLutBytes + 1023) / 1024 * 1024 + size_t(Cfg::kStages) * Cfg::kStageBytes;
-  CK(cudaFuncSetAttribute(dequant_rate_kernel<Cfg, W>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+  CK(cudaFuncSetAttribute(dequant_rate_kernel<Cfg, W, kSync>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                          int(smem)));
   const double clocks = mean_cta_clocks(sms, [&](unsigned seed, unsigned long long* d) {
-    dequant_rate_kernel<Cfg, W><<<sms, W * 32, smem>>>(ktiles, d, seed);
+    dequant_rate_kernel<Cfg, W, kSync><<<sms, W * 32, smem>>>(ktiles, d, seed);
   });
   const double weights = double(W) * 16 * Cfg::kNT * 64 * ktiles;
-  std::printf("%-34s %2d warps  %8.0f clocks  %6.2f weights per SM-clock\n", name, W, clocks, weights / clocks);
+  std::printf("%-34s %2d warps  sync %d  %8.0f clocks  %6.2f weights per SM-clock  %5.0f clocks per K-tile\n", name,
+              W, kSync, clocks, weights / clocks, clocks / ktiles);
 }
 
 // The rule's configurations (launch.cuh WgmmaCfg: k, dtype, BLOCK_M, tiles per warp).
@@ -102,6 +132,7 @@ using Wg4x2 = kbit::WgmmaCfg<4, __half, 64, 2>;   // Llama-3-8B M = 33..64
 using Wg4x1 = kbit::WgmmaCfg<4, __half, 64, 1>;   // Qwen3-Coder-Next M = 33..64 (two CTAs per SM)
 using Wg4m128 = kbit::WgmmaCfg<4, __half, 128, 1>;   // M = 65..128, 12 MMA warps
 using Wg2x3 = kbit::WgmmaCfg<2, __half, 64, 3>;   // k = 2 (the row-pair table)
+using Wg4w8 = kbit::WgmmaCfg<4, __half, 128, 1, 8>;   // Llama-3-8B gate/up M = 65..128: whole tiles, 8 MMA warps
 
 int main() {
   int sms = 0;
@@ -119,5 +150,12 @@ int main() {
   run<Wg4m128, 16>("k4 BLOCK_M 128, 12 MMA warps", sms, ktiles);
   run<Wg2x3, 8>("k2 BLOCK_M 64, 3 tiles/warp", sms, ktiles);
   run<Wg2x3, 16>("k2 BLOCK_M 64, 3 tiles/warp", sms, ktiles);
+  // The per-unit synchronization around the stage (kSync), 8B M = 128's and 70B M = 64's configurations.
+  run<Wg4w8, 8, 0>("k4 BLOCK_M 128, 8 MMA warps", sms, ktiles);
+  run<Wg4w8, 8, 1>("k4 BLOCK_M 128, 8 MMA warps", sms, ktiles);
+  run<Wg4w8, 8, 3>("k4 BLOCK_M 128, 8 MMA warps", sms, ktiles);
+  run<Wg4w8, 8, 4>("k4 BLOCK_M 128, 8 MMA warps", sms, ktiles);
+  run<Wg4w8, 8, 7>("k4 BLOCK_M 128, 8 MMA warps", sms, ktiles);
+  run<Wg4x3, 8, 7>("k4 BLOCK_M 64, 3 tiles/warp", sms, ktiles);
   return 0;
 }

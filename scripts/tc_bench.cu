@@ -96,7 +96,8 @@ __constant__ long long* g_ring;
 // MMAs, 1 waiting for the previous unit's MMAs (and releasing its slot, or the
 // CTA barrier and the refill without a copy warp), 2 waiting for the next
 // unit's stage, 3 dequantizing it (until its last fragment is in a register),
-// 4 tile epilogues, then the loop's total.
+// 4 tile epilogues, then the loop's total. Where the stage's wait comes
+// first (WgmmaConfig::kEarlyFull) it is in phase 1 and phase 2 is empty.
 constexpr int kPhases = 5, kPhaseWords = 8;
 __constant__ unsigned* g_ph;   // [CTAs][32 warps][kPhaseWords], or null
 __device__ __forceinline__ unsigned tc_clock_after(unsigned x) {
