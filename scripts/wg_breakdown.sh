@@ -11,6 +11,10 @@
 #
 # Logs and each build's table go to $OUT (or /tmp/out). Extra nvcc flags for
 # every build: TC_FLAGS="-DKBIT_...=...".
+# STALLS=1: instead of the tables, ncu's per-instruction source page of the
+# first call of each named case (`=case` arguments) in each build, summarised
+# by scripts/ncu_source_summary.py (where the warps stall, by opcode); the
+# CSVs go to $OUT.
 set -u
 mkdir -p build
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -41,5 +45,15 @@ for v in $VARS; do
   echo "=== $v: ${V[$v]}"
   n=${v//+/_}   # (file names without '+')
   [ -x build/tcw_$n ] || { tail -5 "$OUT/build_$n.log"; continue; }
+  if [ "${STALLS:-0}" = 1 ]; then
+    for c in "$@"; do
+      r=/tmp/wgst_${n}_${c#=}
+      TC_CHECK_ONLY=1 ncu --clock-control none --set full --import-source no -k regex:kbit_wgmma --launch-count 1 \
+        -f -o "$r" build/tcw_$n "$c" > "$OUT/ncu_${n}_${c#=}.log" 2>&1
+      ncu --import "$r.ncu-rep" --page source --csv --print-source sass > "$OUT/src_${n}_${c#=}.csv" 2>&1
+      python3 scripts/ncu_source_summary.py "$OUT/src_${n}_${c#=}.csv"
+    done
+    continue
+  fi
   build/tcw_$n "$@" 2>&1 | grep -v "^device\|^graph us\|^case" | tee "$OUT/run_$n.txt"
 done
