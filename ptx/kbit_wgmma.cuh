@@ -565,13 +565,14 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   }
   // Parity of each stage's next completion (bit s).
   uint32_t phases = 0;
-  auto wait_full = [&](int s) {
+  // (unit u of the share: the ring marks' index)
+  auto wait_full = [&](int s, int u) {
+    KBIT_RING_MARK(2, u);
     ptx::mbarrier_wait_parity(bar_s + 8 * s, (phases >> s) & 1u);
     phases ^= 1u << s;
+    KBIT_RING_MARK(3, u);
   };
-  KBIT_RING_MARK(2, 0);
-  wait_full(0);
-  KBIT_RING_MARK(3, 0);
+  wait_full(0, 0);
   KBIT_WGMMA_MARK(2, kbit_mark_now());
 
   uint32_t fa[Cfg::kNT][4][4], fb[Cfg::kNT][4][4];
@@ -606,11 +607,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     const int prev = slot == 0 ? Cfg::kStages - 1 : slot - 1, done = slot;
     slot = next_slot(slot);
     if (i + 1 < units) {
-      if constexpr (Cfg::kEarlyFull) {   // unit i + 1's copies (kEarlyFull)
-        KBIT_RING_MARK(2, i + 1);
-        wait_full(slot);
-        KBIT_RING_MARK(3, i + 1);
-      }
+      if constexpr (Cfg::kEarlyFull) wait_full(slot, i + 1);   // unit i + 1's copies (kEarlyFull)
       if constexpr (Cfg::kDrain) ptx::wgmma_wait<0>();   // this warp's MMAs of unit i are done
       else ptx::wgmma_wait<1>();                         // ... of unit i - 1
       if constexpr (Cfg::kCopyWarp) {
@@ -631,11 +628,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
           prod.produce(p, sh, slot_start, tid, ring_s + prev * Cfg::kStageBytes, bar_s + 8 * prev);
       }
       KBIT_WGMMA_PHASE(1, 0u);
-      if constexpr (!Cfg::kEarlyFull) {
-        KBIT_RING_MARK(2, i + 1);
-        wait_full(slot);        // unit i + 1's copies
-        KBIT_RING_MARK(3, i + 1);
-      }
+      if constexpr (!Cfg::kEarlyFull) wait_full(slot, i + 1);   // unit i + 1's copies
       KBIT_WGMMA_PHASE(2, 0u);
       if constexpr (!(KBIT_WGMMA_PROBE & 2))
         dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, warp, lane);

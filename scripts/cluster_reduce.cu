@@ -85,6 +85,15 @@ __global__ void __launch_bounds__(kThreads) epilogue_kernel(float* ws, int* ctr,
     o[0] = __floats2half2_rn(s.x, s.y);
     o[1] = __floats2half2_rn(s.z, s.w);
   };
+  // This CTA's part into its shared memory, visible to the cluster after the
+  // barrier; returns the shared address the others read it at (mapa_shared).
+  auto share_part = [&] {
+#pragma unroll
+    for (int q = 0; q < kQuads; ++q) part_s[q * kThreads + tid] = v[q];
+    kp::cluster_arrive_release();
+    kp::cluster_wait();
+    return kp::smem_u32(part_s);
+  };
   if (mode == kEmpty) {
     if (v[0].w < 0.f) store_c(0, v[0]);   // (never: keeps the values)
     return;
@@ -94,12 +103,8 @@ __global__ void __launch_bounds__(kThreads) epilogue_kernel(float* ws, int* ctr,
     // its cluster's parts through shared memory, then the tile's parts / cs
     // cluster sums of those quads go through the global protocol (one
     // workspace slot and counter per tile and r).
-#pragma unroll
-    for (int q = 0; q < kQuads; ++q) part_s[q * kThreads + tid] = v[q];
-    kp::cluster_arrive_release();
-    kp::cluster_wait();
+    const uint32_t base = share_part();
     const int rank = int(kp::cluster_ctarank());
-    const uint32_t base = kp::smem_u32(part_s);
 #pragma unroll
     for (int q = 0; q < kQuads; ++q)
       if (q % cs == rank) v[q] = cluster_quad_sum<kThreads>(base, q, cs);
@@ -129,11 +134,7 @@ __global__ void __launch_bounds__(kThreads) epilogue_kernel(float* ws, int* ctr,
     return;
   }
   if (mode == kCluster) {
-#pragma unroll
-    for (int q = 0; q < kQuads; ++q) part_s[q * kThreads + tid] = v[q];
-    kp::cluster_arrive_release();
-    kp::cluster_wait();
-    const uint32_t rank = kp::cluster_ctarank(), base = kp::smem_u32(part_s);
+    const uint32_t base = share_part(), rank = kp::cluster_ctarank();
     for (int q = int(rank); q < kQuads; q += parts) store_c(q, cluster_quad_sum<kThreads>(base, q, parts));
     kp::cluster_arrive_release();   // (this CTA's reads of the others' parts are done)
     kp::cluster_wait();

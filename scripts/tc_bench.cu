@@ -339,6 +339,28 @@ template <int kBits, int kGroups, int kGroupWarps, int kNT, int kStages, int kRo
           int kSplit = 1, int kSync = 1, bool kFields = false>
 using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages, kRows, kPerm, kSplit, kSync, kFields>;
 
+// One flushed call of a case with a hook buffer on: `sym` (a __constant__
+// pointer the hooks write through) points at n zeroed words for the call and
+// is null again after it; returns the words. (The timeline, phase and ring
+// reports.)
+template <class T, class R>
+[[maybe_unused]] static std::vector<T> hooked_call(T* const& sym, size_t n, const Data& d, const R& runner,
+                                                   cudaStream_t st, const L2Flush& flush) {
+  T* buf;
+  CK(cudaMalloc(&buf, n * sizeof(T)));
+  CK(cudaMemset(buf, 0, n * sizeof(T)));
+  CK(cudaMemcpyToSymbol(sym, &buf, sizeof(buf)));
+  flush(st);
+  runner.launch(d, st);
+  CK(cudaStreamSynchronize(st));
+  T* none = nullptr;
+  CK(cudaMemcpyToSymbol(sym, &none, sizeof(none)));
+  std::vector<T> h(n);
+  CK(cudaMemcpy(h.data(), buf, n * sizeof(T), cudaMemcpyDeviceToHost));
+  CK(cudaFree(buf));
+  return h;
+}
+
 #ifdef TC_TIMELINE
 // One flushed call with the marks on (mean of 5 calls): when the set-up and
 // the loop end, and what each tile epilogue costs, by kind and by whether it
@@ -346,22 +368,12 @@ using RowsV = kbit::RowsConfig<kBits, __half, kGroups, kGroupWarps, kNT, kStages
 template <class R>
 static void timeline(const Data& d, const R& runner, cudaStream_t st, const L2Flush& flush) {
   const int ctas = runner.plan.grid;
-  unsigned long long* tl;
-  CK(cudaMalloc(&tl, size_t(ctas) * kSlots * 8));
   double setup[3] = {0, 0, 0}, end_mean = 0, end_min = 0, end_max = 0, active_sum = 0;
   // [last epilogue of its CTA?][kind] -> count, sums of the three steps and the total
   double ep[2][3][7] = {};
   const int reps = 5;
   for (int rep = 0; rep < reps; ++rep) {
-    CK(cudaMemset(tl, 0, size_t(ctas) * kSlots * 8));
-    CK(cudaMemcpyToSymbol(g_tl, &tl, sizeof(tl)));
-    flush(st);
-    runner.launch(d, st);
-    CK(cudaStreamSynchronize(st));
-    unsigned long long* none = nullptr;
-    CK(cudaMemcpyToSymbol(g_tl, &none, sizeof(none)));
-    std::vector<unsigned long long> h(size_t(ctas) * kSlots);
-    CK(cudaMemcpy(h.data(), tl, h.size() * 8, cudaMemcpyDeviceToHost));
+    const std::vector<unsigned long long> h = hooked_call(g_tl, size_t(ctas) * kSlots, d, runner, st, flush);
     unsigned long long t0 = ~0ull;
     for (int c = 0; c < ctas; ++c) t0 = std::min(t0, h[size_t(c) * kSlots]);
     // CTAs past the share count (StreamKShare::G: fewer units than CTAs) leave
@@ -427,7 +439,6 @@ static void timeline(const Data& d, const R& runner, cudaStream_t st, const L2Fl
       if (kind == 2) std::printf(": others' sum loaded %.2f", a[5] / n);
       std::printf(")\n");
     }
-  CK(cudaFree(tl));
 }
 #endif
 
@@ -443,19 +454,7 @@ template <class R>
 static void ring_report(const Data& d, const R& runner, cudaStream_t st, const L2Flush& flush) {
   using C = typename R::Config;
   const int ctas = runner.plan.grid, S = C::kStages;
-  long long* ring;
-  const size_t n = size_t(ctas) * kRingUnits * kRingKinds;
-  CK(cudaMalloc(&ring, n * 8));
-  CK(cudaMemset(ring, 0, n * 8));
-  CK(cudaMemcpyToSymbol(g_ring, &ring, sizeof(ring)));
-  flush(st);
-  runner.launch(d, st);
-  CK(cudaStreamSynchronize(st));
-  long long* none = nullptr;
-  CK(cudaMemcpyToSymbol(g_ring, &none, sizeof(none)));
-  std::vector<long long> h(n);
-  CK(cudaMemcpy(h.data(), ring, n * 8, cudaMemcpyDeviceToHost));
-  CK(cudaFree(ring));
+  const std::vector<long long> h = hooked_call(g_ring, size_t(ctas) * kRingUnits * kRingKinds, d, runner, st, flush);
   double sum[5] = {}, cnt = 0, lat_max = 0;
   for (int c = 0; c < ctas; ++c)
     for (int u = S + 1; u < kRingUnits - 1; ++u) {
@@ -482,20 +481,10 @@ static void ring_report(const Data& d, const R& runner, cudaStream_t st, const L
 template <class R>
 static void phases(const Data& d, const R& runner, cudaStream_t st, const L2Flush& flush) {
   const size_t words = size_t(runner.plan.grid) * 32 * kPhaseWords;
-  unsigned* ph;
-  CK(cudaMalloc(&ph, words * 4));
   double sum[kPhases + 1] = {}, tmin = 1e30, tmax = 0;
   long n = 0;
   for (int rep = 0; rep < 5; ++rep) {
-    CK(cudaMemset(ph, 0, words * 4));
-    CK(cudaMemcpyToSymbol(g_ph, &ph, sizeof(ph)));
-    flush(st);
-    runner.launch(d, st);
-    CK(cudaStreamSynchronize(st));
-    unsigned* none = nullptr;
-    CK(cudaMemcpyToSymbol(g_ph, &none, sizeof(none)));
-    std::vector<unsigned> h(words);
-    CK(cudaMemcpy(h.data(), ph, words * 4, cudaMemcpyDeviceToHost));
+    const std::vector<unsigned> h = hooked_call(g_ph, words, d, runner, st, flush);
     for (size_t w = 0; w < words / kPhaseWords; ++w) {
       const unsigned* o = &h[w * kPhaseWords];
       if (!o[kPhases + 1]) continue;
@@ -512,7 +501,6 @@ static void phases(const Data& d, const R& runner, cudaStream_t st, const L2Flus
     other -= sum[k];
   }
   std::printf(" rest %.1f%%\n", 100 * other / sum[kPhases]);
-  CK(cudaFree(ph));
 }
 #endif
 
