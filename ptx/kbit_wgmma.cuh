@@ -144,6 +144,15 @@ struct WgmmaParams : KbitParams {
 #ifndef KBIT_WGMMA_EARLY_FULL
 #define KBIT_WGMMA_EARLY_FULL 1
 #endif
+// Where the MMA warps hold their loop's per-unit constants in registers
+// (WgmmaConfig::kSyncRegs, a mask): bit 0 the barrier arrays' addresses and
+// the releasing lane (through opaque moves) and the stages' parity as one
+// bit; bit 1 the dequantization's lane constants (warp, lane, the pair
+// rotations). -1 (default): the rule in WgmmaConfig; 0..3 that mask in every
+// configuration (A/B).
+#ifndef KBIT_WGMMA_SYNC_REGS
+#define KBIT_WGMMA_SYNC_REGS -1
+#endif
 // Timeline hooks (scripts/tc_bench.cu -DTC_TIMELINE): thread 0 records a
 // value in a per-CTA slot (KBIT_WGMMA_MARK) or in the current tile
 // epilogue's slots (KBIT_EPI_MARK, also in finish_tile). Empty by default.
@@ -337,6 +346,24 @@ struct WgmmaConfig {
       KBIT_WGMMA_EARLY_FULL == 2 ||
       (KBIT_WGMMA_EARLY_FULL == 1 && kCopyWarp &&
        (kBlockM_ == 128 || (kBlockM_ == 64 && kNT_ == 2) || (kBlockM_ == 32 && kNT_ == 3)));
+  // The loop's constants in registers (KBIT_WGMMA_SYNC_REGS). Without it
+  // ptxas rebuilds them in every unit: it re-reads SR_TID.X and SR_CgaCtaId
+  // and recomputes the barriers' addresses, the lane's pair rotations and
+  // row offsets, a dependent chain of ~50 instructions per two units between
+  // the MMAs' wait and the first plane load (and the stages' parity as a
+  // mask shifted by the slot; one bit that flips where the ring wraps is
+  // enough, as the units are waited for in slot order). tc_bench, H200, two
+  // or three rounds per mask (docs/results.md v72), both bits: 70B M = 128
+  // -3.5 % (k = 5 -5 %), k = 2 at 64 rows -5 %, k = 5 three tiles at 64
+  // rows -2 %, 8B down M = 128 -1.5 %. The 128-row tiles of 8 MMA warps
+  // were 4 % slower with both bits but 1-3.5 % faster with either one: bit 0
+  // there. The three tiles at 64 rows at k = 3, 4 were 1.5-5.5 % slower
+  // with any bit: none there.
+  static constexpr int kSyncRegs =
+      KBIT_WGMMA_SYNC_REGS >= 0 ? KBIT_WGMMA_SYNC_REGS
+      : kBlockM_ == 128 && kWarps_ == 8 ? 1
+      : kBlockM_ == 64 && kNT_ == 3 && (kBits_ == 3 || kBits_ == 4) ? 0
+      : 3;
   static constexpr int kCtaWarps = kWarps + (kCopyWG ? 4 : kCopyOne ? 1 : 0);
   static constexpr int kCtaThreads = kCtaWarps * kWarpSize;
   // (Per-thread counts are multiples of 8, at most 248: the largest below 255.)
@@ -552,10 +579,17 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     if constexpr (Cfg::kCopyWG) ptx::setmaxnreg_inc<Cfg::kMmaRegs>();
   }
 
+  // The lane's constants, and below the barriers', in registers where the
+  // configuration asks for it (Cfg::kSyncRegs).
+  constexpr bool kBarRegs = (Cfg::kSyncRegs & 1) != 0, kLaneRegs = (Cfg::kSyncRegs & 2) != 0;
+  const int dq_warp = kLaneRegs ? ptx::opaque_int(warp) : warp;
+  const int dq_lane = kLaneRegs ? ptx::opaque_int(lane) : lane;
   const uint8_t* lut_bytes = reinterpret_cast<const uint8_t*>(lut);
-  const uint32_t lane_off = Cfg::kRowPairLut ? uint32_t(lane) * 8 : uint32_t(lane % Cfg::kCopies) * 4;
+  const uint32_t lane_off = Cfg::kRowPairLut ? uint32_t(dq_lane) * 8 : uint32_t(dq_lane % Cfg::kCopies) * 4;
   uint32_t rot[5];
   pair_rotations<Cfg>(rot, lane);
+  if constexpr (kLaneRegs)
+    for (int b = 0; b < 5; ++b) rot[b] = uint32_t(ptx::opaque_int(int(rot[b])));
   // ---- prologue: fill kStages - 1 slots, dequantize the first unit -------------
   if (!Cfg::kCopyWarp && warp == 0) {
     prod.start(p, sh, slot_start, tid);
@@ -563,20 +597,30 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     for (int s = 0; s < Cfg::kStages - 1; ++s)
       prod.produce(p, sh, slot_start, tid, ring_s + s * Cfg::kStageBytes, bar_s + 8 * s);
   }
-  // Parity of each stage's next completion (bit s).
-  uint32_t phases = 0;
+  // Parity of each stage's next completion: bit s of phases, or (kSyncRegs)
+  // one bit for every slot, as the units are waited for in slot order: it
+  // flips each time the ring wraps to slot 0 (from 1 to 0 at the first).
+  uint32_t phases = kBarRegs ? 1u : 0u;
+  const uint32_t full_b = kBarRegs ? uint32_t(ptx::opaque_int(int(bar_s))) : bar_s;
+  const uint32_t empty_b = kBarRegs ? uint32_t(ptx::opaque_int(int(empty_s))) : empty_s;
+  const bool releaser = (kBarRegs && !kLaneRegs ? ptx::opaque_int(lane) : dq_lane) == 0;
   // (unit u of the share: the ring marks' index)
   auto wait_full = [&](int s, int u) {
     KBIT_RING_MARK(2, u);
-    ptx::mbarrier_wait_parity(bar_s + 8 * s, (phases >> s) & 1u);
-    phases ^= 1u << s;
+    if constexpr (kBarRegs) {
+      phases ^= s == 0 ? 1u : 0u;
+      ptx::mbarrier_wait_parity(full_b + 8 * s, phases);
+    } else {
+      ptx::mbarrier_wait_parity(full_b + 8 * s, (phases >> s) & 1u);
+      phases ^= 1u << s;
+    }
     KBIT_RING_MARK(3, u);
   };
   wait_full(0, 0);
   KBIT_WGMMA_MARK(2, kbit_mark_now());
 
   uint32_t fa[Cfg::kNT][4][4], fb[Cfg::kNT][4][4];
-  dequant_ktile<Cfg>(fa, ring, lut_bytes, lane_off, e4m4, rot, warp, lane);
+  dequant_ktile<Cfg>(fa, ring, lut_bytes, lane_off, e4m4, rot, dq_warp, dq_lane);
   if constexpr (KBIT_WGMMA_PROBE & 2) memcpy(fb, fa, sizeof fa);
   // Ring slot of the unit whose MMAs are issued next; unit u + 1 sits in the
   // next slot, and the previous one (unit u - 1's) is released for a refill.
@@ -616,10 +660,10 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
         // At the share's first unit the previous slot holds no unit. Where
         // the MMAs drain, slot i is done already.
         if constexpr (Cfg::kDrain) {
-          if (lane == 0) ptx::mbarrier_arrive(empty_s + 8 * done);
+          if (releaser) ptx::mbarrier_arrive(empty_b + 8 * done);
           KBIT_RING_MARK(4, i);
-        } else if (i > 0 && lane == 0) {
-          ptx::mbarrier_arrive(empty_s + 8 * prev);
+        } else if (i > 0 && releaser) {
+          ptx::mbarrier_arrive(empty_b + 8 * prev);
           KBIT_RING_MARK(4, i - 1);
         }
       } else {
@@ -631,7 +675,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
       if constexpr (!Cfg::kEarlyFull) wait_full(slot, i + 1);   // unit i + 1's copies
       KBIT_WGMMA_PHASE(2, 0u);
       if constexpr (!(KBIT_WGMMA_PROBE & 2))
-        dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, warp, lane);
+        dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, dq_warp, dq_lane);
       KBIT_WGMMA_PHASE(3, nxt[Cfg::kNT - 1][3][3]);
     }
     return !(++kt < sh.k_tiles && i + 1 < units);
