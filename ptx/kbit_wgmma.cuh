@@ -356,9 +356,11 @@ struct WgmmaConfig {
   // or three rounds per mask (docs/results.md v72), both bits: 70B M = 128
   // -3.5 % (k = 5 -5 %), k = 2 at 64 rows -5 %, k = 5 three tiles at 64
   // rows -2 %, 8B down M = 128 -1.5 %. The 128-row tiles of 8 MMA warps
-  // were 4 % slower with both bits but 1-3.5 % faster with either one: bit 0
-  // there. The three tiles at 64 rows at k = 3, 4 were 1.5-5.5 % slower
-  // with any bit: none there.
+  // were 4 % slower at k = 4 with both bits but 1-3.5 % faster with either
+  // one: bit 0 there (at k = 2 both bits were the fastest, -6 % against
+  // -3 % with bit 0; not yet taken: the device checks ran on this rule).
+  // The three tiles at 64 rows at k = 3, 4 were 1.5-5.5 % slower with any
+  // bit: none there.
   static constexpr int kSyncRegs =
       KBIT_WGMMA_SYNC_REGS >= 0 ? KBIT_WGMMA_SYNC_REGS
       : kBlockM_ == 128 && kWarps_ == 8 ? 1
