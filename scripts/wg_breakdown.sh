@@ -4,7 +4,7 @@
 # tc_bench built with its wgmma cases alone (-DTC_WGMMA_ONLY), plain, with the
 # per-CTA timeline (tl), with the loop-phase clocks (ph), and with timing probes
 # (pN: KBIT_WGMMA_PROBE=N, results wrong by design; kbit_wgmma.cuh lists the
-# bits). The tl and ph builds are 2-4 us slower than plain (their clock reads):
+# bits; sN: KBIT_WGMMA_SYNC_REGS=N). The tl and ph builds are 2-4 us slower than plain (their clock reads):
 # compare a probe with the plain build of the same call.
 #
 #   VARS="plain p16" bash scripts/wg_breakdown.sh [case-substring | =case ...]
@@ -27,11 +27,12 @@ declare -A V=([plain]="" [tl]="-DTC_TIMELINE" [ph]="-DTC_PHASES" [p1]="-DKBIT_WG
               [d1]="-DKBIT_WGMMA_DRAIN=1" [d2]="-DKBIT_WGMMA_DRAIN=2" [w0]="-DKBIT_WGMMA_WIDE_PIECES=0"
               [w2]="-DKBIT_WGMMA_WIDE_PIECES=2" [ef0]="-DKBIT_WGMMA_EARLY_FULL=0" [ef2]="-DKBIT_WGMMA_EARLY_FULL=2")
 VARS=${VARS:-plain tl ph p1 p2 p3 p8 p16}
-for v in $VARS; do   # (any pN: KBIT_WGMMA_PROBE=N; a+b: both builds' flags)
+for v in $VARS; do   # (any pN: KBIT_WGMMA_PROBE=N; sN: KBIT_WGMMA_SYNC_REGS=N; a+b: both builds' flags)
   [ -n "${V[$v]+x}" ] && continue
   f=""
   for part in ${v//+/ }; do
     if [[ $part =~ ^p([0-9]+)$ ]]; then f="$f -DKBIT_WGMMA_PROBE=${BASH_REMATCH[1]}"
+    elif [[ $part =~ ^s([0-3])$ ]]; then f="$f -DKBIT_WGMMA_SYNC_REGS=${BASH_REMATCH[1]}"
     elif [ -n "${V[$part]+x}" ]; then f="$f ${V[$part]}"
     else echo "unknown build '$part' (known: ${!V[*]}, pN, a+b)"; exit 2; fi
   done
