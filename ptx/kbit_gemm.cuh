@@ -486,17 +486,16 @@ __device__ __forceinline__ uint32_t lookup_pair(const uint8_t* lut, uint32_t lan
 // One 32-block (blk) of rows r and r + 8 of a stage: the A fragments of its
 // two k16 MMA steps, frag[h], and the block's scales of the two rows. With
 // kScaled the scales are multiplied into the fragments (T arithmetic), else
-// the caller applies them to the fp32 partial sums.
+// the caller applies them to the fp32 partial sums. dequant_block_planes
+// takes the block's plane words of the two rows (pa, pb) already in
+// registers; dequant_block loads them from the stage's words w_s first.
 template <class Cfg, bool kScaled>
-__device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], float (&scale)[2], const uint32_t* w_s,
-                                              uint32_t sbyte_a, uint32_t sbyte_b, int r, int blk,
-                                              const uint8_t* lut, uint32_t lane_off, const float* e4m4,
-                                              const uint32_t (&rot)[5]) {
+__device__ __forceinline__ void dequant_block_planes(uint32_t (&frag)[2][4], float (&scale)[2],
+                                                     const uint32_t (&pa)[Cfg::kBits], const uint32_t (&pb)[Cfg::kBits],
+                                                     uint32_t sbyte_a, uint32_t sbyte_b, int blk, const uint8_t* lut,
+                                                     uint32_t lane_off, const float* e4m4, const uint32_t (&rot)[5]) {
   constexpr int kShift = Cfg::kLutShift;
   using T = typename Cfg::T;
-  uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
-  load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
-  load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
   if constexpr (Cfg::kRowPairLut) {
     // k = 2, row-pair table: the planes of rows r and r + 8 as k = 4's four;
     // byte i of q indexes pair i of both rows, one 64-bit entry (x: row r).
@@ -536,6 +535,16 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], float (&sc
       frag[h][3] = Elem<T>::mul2(frag[h][3], sb);
     }
   }
+}
+template <class Cfg, bool kScaled>
+__device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], float (&scale)[2], const uint32_t* w_s,
+                                              uint32_t sbyte_a, uint32_t sbyte_b, int r, int blk,
+                                              const uint8_t* lut, uint32_t lane_off, const float* e4m4,
+                                              const uint32_t (&rot)[5]) {
+  uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
+  load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
+  load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
+  dequant_block_planes<Cfg, kScaled>(frag, scale, pa, pb, sbyte_a, sbyte_b, blk, lut, lane_off, e4m4, rot);
 }
 
 // Scale bytes (both blocks of the K-tile) of weight row r of a stage.

@@ -153,6 +153,14 @@ struct WgmmaParams : KbitParams {
 #ifndef KBIT_WGMMA_SYNC_REGS
 #define KBIT_WGMMA_SYNC_REGS -1
 #endif
+// Where the stage's wait comes first (kEarlyFull), also load the next unit's
+// plane words and scale bytes into registers before waiting for the
+// previous unit's MMAs (WgmmaConfig::kEarlyWords): 0 (default) never, 1 the
+// 128-row tiles of 8 MMA warps, 2 every such configuration. Prepared from
+// ncu's stall samples (docs/results.md v72), not yet measured.
+#ifndef KBIT_WGMMA_EARLY_WORDS
+#define KBIT_WGMMA_EARLY_WORDS 0
+#endif
 // Timeline hooks (scripts/tc_bench.cu -DTC_TIMELINE): thread 0 records a
 // value in a per-CTA slot (KBIT_WGMMA_MARK) or in the current tile
 // epilogue's slots (KBIT_EPI_MARK, also in finish_tile). Empty by default.
@@ -366,6 +374,12 @@ struct WgmmaConfig {
       : kBlockM_ == 128 && kWarps_ == 8 ? 1
       : kBlockM_ == 64 && kNT_ == 3 && (kBits_ == 3 || kBits_ == 4) ? 0
       : 3;
+  // The next unit's words loaded ahead of the MMAs' wait (KBIT_WGMMA_EARLY_WORDS):
+  // their latency then passes during that wait. With both kSyncRegs bits on
+  // the 8-warp 128-row tile (v72) the loads issued right after the wait, and
+  // the first use of each waited on it (ncu: short_sb).
+  static constexpr bool kEarlyWords =
+      kEarlyFull && (KBIT_WGMMA_EARLY_WORDS == 2 || (KBIT_WGMMA_EARLY_WORDS == 1 && kBlockM_ == 128 && kWarps_ == 8));
   static constexpr int kCtaWarps = kWarps + (kCopyWG ? 4 : kCopyOne ? 1 : 0);
   static constexpr int kCtaThreads = kCtaWarps * kWarpSize;
   // (Per-thread counts are multiples of 8, at most 248: the largest below 255.)
@@ -414,8 +428,50 @@ struct WgmmaConfig {
                 "copy warpgroup: the registers handed over must exist");
 };
 
+// The shared-memory words of one K-tile that this warp's lanes dequantize:
+// the plane words of rows r and r + 8 (pa, pb) per 16-row tile and 32-block,
+// and the rows' scale bytes.
+template <class Cfg>
+struct KtileWords {
+  uint32_t pa[Cfg::kNT][2][Cfg::kBits], pb[Cfg::kNT][2][Cfg::kBits];
+  uint32_t sa[Cfg::kNT], sb[Cfg::kNT];
+};
+template <class Cfg>
+__device__ __forceinline__ void load_ktile(KtileWords<Cfg>& x, const uint8_t* stage, int warp, int lane) {
+  const uint32_t* w_s = reinterpret_cast<const uint32_t*>(stage + Cfg::kWOff);
+#pragma unroll
+  for (int nt = 0; nt < Cfg::kNT; ++nt) {
+    const int r = warp * 16 * Cfg::kNT + nt * 16 + (lane >> 2);
+    x.sa[nt] = scale_bytes<Cfg>(stage, r);
+    x.sb[nt] = scale_bytes<Cfg>(stage, r + 8);
+#pragma unroll
+    for (int blk = 0; blk < 2; ++blk) {
+      load_planes<Cfg::kBits>(x.pa[nt][blk], w_s + (r * 2 + blk) * Cfg::kBits);
+      load_planes<Cfg::kBits>(x.pb[nt][blk], w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
+    }
+  }
+}
+
 // The A fragments of one K-tile for this warp's kNT 16-row tiles: f[nt][s]
-// feeds k16 step s of tile nt (rows 16 kNT warp + 16 nt ..).
+// feeds k16 step s of tile nt (rows 16 kNT warp + 16 nt ..): from words
+// load_ktile brought into registers earlier (Cfg::kEarlyWords), or
+// (dequant_ktile) from the stage.
+template <class Cfg>
+__device__ __forceinline__ void dequant_ktile_words(uint32_t (&f)[Cfg::kNT][4][4], const KtileWords<Cfg>& x,
+                                                    const uint8_t* lut, uint32_t lane_off, const float* e4m4,
+                                                    const uint32_t (&rot)[5]) {
+#pragma unroll
+  for (int nt = 0; nt < Cfg::kNT; ++nt)
+#pragma unroll
+    for (int blk = 0; blk < 2; ++blk) {
+      float scale[2];
+      dequant_block_planes<Cfg, true>(reinterpret_cast<uint32_t(&)[2][4]>(f[nt][2 * blk]), scale, x.pa[nt][blk],
+                                      x.pb[nt][blk], x.sa[nt], x.sb[nt], blk, lut, lane_off, e4m4, rot);
+    }
+}
+// (Each block's words loaded next to its lookups, as ptxas schedules it
+// best where the loads need not come early: load_ktile + dequant_ktile_words
+// give a different listing.)
 template <class Cfg>
 __device__ __forceinline__ void dequant_ktile(uint32_t (&f)[Cfg::kNT][4][4], const uint8_t* stage, const uint8_t* lut,
                                               uint32_t lane_off, const float* e4m4, const uint32_t (&rot)[5],
@@ -654,6 +710,8 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
     slot = next_slot(slot);
     if (i + 1 < units) {
       if constexpr (Cfg::kEarlyFull) wait_full(slot, i + 1);   // unit i + 1's copies (kEarlyFull)
+      KtileWords<Cfg> words;   // (kEarlyWords: unit i + 1's words, loaded before the MMAs' wait)
+      if constexpr (Cfg::kEarlyWords) load_ktile<Cfg>(words, ring + slot * Cfg::kStageBytes, dq_warp, dq_lane);
       if constexpr (Cfg::kDrain) ptx::wgmma_wait<0>();   // this warp's MMAs of unit i are done
       else ptx::wgmma_wait<1>();                         // ... of unit i - 1
       if constexpr (Cfg::kCopyWarp) {
@@ -676,8 +734,10 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
       KBIT_WGMMA_PHASE(1, 0u);
       if constexpr (!Cfg::kEarlyFull) wait_full(slot, i + 1);   // unit i + 1's copies
       KBIT_WGMMA_PHASE(2, 0u);
-      if constexpr (!(KBIT_WGMMA_PROBE & 2))
-        dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, dq_warp, dq_lane);
+      if constexpr (!(KBIT_WGMMA_PROBE & 2)) {
+        if constexpr (Cfg::kEarlyWords) dequant_ktile_words<Cfg>(nxt, words, lut_bytes, lane_off, e4m4, rot);
+        else dequant_ktile<Cfg>(nxt, ring + slot * Cfg::kStageBytes, lut_bytes, lane_off, e4m4, rot, dq_warp, dq_lane);
+      }
       KBIT_WGMMA_PHASE(3, nxt[Cfg::kNT - 1][3][3]);
     }
     return !(++kt < sh.k_tiles && i + 1 < units);

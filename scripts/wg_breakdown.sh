@@ -25,7 +25,8 @@ declare -A V=([plain]="" [tl]="-DTC_TIMELINE" [ph]="-DTC_PHASES" [p1]="-DKBIT_WG
               [p8]="-DKBIT_WGMMA_PROBE=8" [p16]="-DKBIT_WGMMA_PROBE=16" [p19]="-DKBIT_WGMMA_PROBE=19"
               [ph16]="-DTC_PHASES -DKBIT_WGMMA_PROBE=16" [ring]="-DTC_RING"
               [d1]="-DKBIT_WGMMA_DRAIN=1" [d2]="-DKBIT_WGMMA_DRAIN=2" [w0]="-DKBIT_WGMMA_WIDE_PIECES=0"
-              [w2]="-DKBIT_WGMMA_WIDE_PIECES=2" [ef0]="-DKBIT_WGMMA_EARLY_FULL=0" [ef2]="-DKBIT_WGMMA_EARLY_FULL=2")
+              [w2]="-DKBIT_WGMMA_WIDE_PIECES=2" [ef0]="-DKBIT_WGMMA_EARLY_FULL=0" [ef2]="-DKBIT_WGMMA_EARLY_FULL=2"
+              [ew1]="-DKBIT_WGMMA_EARLY_WORDS=1" [ew2]="-DKBIT_WGMMA_EARLY_WORDS=2")
 VARS=${VARS:-plain tl ph p1 p2 p3 p8 p16}
 for v in $VARS; do   # (any pN: KBIT_WGMMA_PROBE=N; sN: KBIT_WGMMA_SYNC_REGS=N; a+b: both builds' flags)
   [ -n "${V[$v]+x}" ] && continue
