@@ -489,7 +489,7 @@ __device__ __forceinline__ uint32_t lookup_pair(const uint8_t* lut, uint32_t lan
 // the caller applies them to the fp32 partial sums. dequant_block_planes
 // takes the block's plane words of the two rows (pa, pb) already in
 // registers; dequant_block loads them from the stage's words w_s first.
-template <class Cfg, bool kScaled>
+template <class Cfg, bool kScaled, bool kScalePairs = false>
 __device__ __forceinline__ void dequant_block_planes(uint32_t (&frag)[2][4], float (&scale)[2],
                                                      const uint32_t (&pa)[Cfg::kBits], const uint32_t (&pb)[Cfg::kBits],
                                                      uint32_t sbyte_a, uint32_t sbyte_b, int blk, const uint8_t* lut,
@@ -524,9 +524,11 @@ __device__ __forceinline__ void dequant_block_planes(uint32_t (&frag)[2][4], flo
                                              ((blk ? sbyte_a >> 6 : sbyte_a << 2) & 0x3FCu));
   scale[1] = *reinterpret_cast<const float*>(reinterpret_cast<const uint8_t*>(e4m4) +
                                              ((blk ? sbyte_b >> 6 : sbyte_b << 2) & 0x3FCu));
+  static_assert(kScaled || !kScalePairs, "a pair table holds no float scales");
   if constexpr (kScaled) {
-    const uint32_t sa = Elem<T>::pack(scale[0], scale[0]);
-    const uint32_t sb = Elem<T>::pack(scale[1], scale[1]);
+    // (kScalePairs: the table's words are the pairs already; scale[] are not floats.)
+    const uint32_t sa = kScalePairs ? __float_as_uint(scale[0]) : Elem<T>::pack(scale[0], scale[0]);
+    const uint32_t sb = kScalePairs ? __float_as_uint(scale[1]) : Elem<T>::pack(scale[1], scale[1]);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       frag[h][0] = Elem<T>::mul2(frag[h][0], sa);
@@ -536,7 +538,7 @@ __device__ __forceinline__ void dequant_block_planes(uint32_t (&frag)[2][4], flo
     }
   }
 }
-template <class Cfg, bool kScaled>
+template <class Cfg, bool kScaled, bool kScalePairs = false>
 __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], float (&scale)[2], const uint32_t* w_s,
                                               uint32_t sbyte_a, uint32_t sbyte_b, int r, int blk,
                                               const uint8_t* lut, uint32_t lane_off, const float* e4m4,
@@ -544,7 +546,8 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], float (&sc
   uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
   load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
   load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
-  dequant_block_planes<Cfg, kScaled>(frag, scale, pa, pb, sbyte_a, sbyte_b, blk, lut, lane_off, e4m4, rot);
+  dequant_block_planes<Cfg, kScaled, kScalePairs>(frag, scale, pa, pb, sbyte_a, sbyte_b, blk, lut, lane_off, e4m4,
+                                                  rot);
 }
 
 // Scale bytes (both blocks of the K-tile) of weight row r of a stage.
@@ -749,13 +752,16 @@ __device__ __forceinline__ int ws_quad(int tid, int nt, int mt) {
 #ifndef KBIT_DENSE_SETUP
 #define KBIT_DENSE_SETUP 1
 #endif
-template <class Cfg>
+// kScalePairs: e4m4[i] holds scale code i as a ready T pair (its bits), for
+// dequant_block_planes<..., true>.
+template <class Cfg, bool kScalePairs = false>
 __device__ float build_tables(uint32_t* lut, float* e4m4, float* cb_s, int* scratch, int* slot_start,
                               const KbitParams& p, int tid) {
   using T = typename Cfg::T;
   constexpr int kLevels = 1 << Cfg::kBits;
   if (tid < kLevels) cb_s[tid] = __ldg(p.codebook + tid);
-  for (int i = tid; i < 256; i += Cfg::kThreads) e4m4[i] = e4m4_decode(i);
+  for (int i = tid; i < 256; i += Cfg::kThreads)
+    e4m4[i] = kScalePairs ? __uint_as_float(Elem<T>::pack(e4m4_decode(i), e4m4_decode(i))) : e4m4_decode(i);
   bool offsets_ok;
   if (KBIT_DENSE_SETUP && p.E == 1) {
     bool ok = true;

@@ -161,6 +161,12 @@ struct WgmmaParams : KbitParams {
 #ifndef KBIT_WGMMA_EARLY_WORDS
 #define KBIT_WGMMA_EARLY_WORDS 0
 #endif
+// The scale table as ready T pairs (WgmmaConfig::kScalePairs): one LDS per
+// block and row gives the pair that multiplies the fragments, no F2FP.
+// 0 (default) off, 1 on. Prepared, not yet measured (docs/results.md v72).
+#ifndef KBIT_WGMMA_SCALE_PAIRS
+#define KBIT_WGMMA_SCALE_PAIRS 0
+#endif
 // Timeline hooks (scripts/tc_bench.cu -DTC_TIMELINE): thread 0 records a
 // value in a per-CTA slot (KBIT_WGMMA_MARK) or in the current tile
 // epilogue's slots (KBIT_EPI_MARK, also in finish_tile). Empty by default.
@@ -380,6 +386,7 @@ struct WgmmaConfig {
   // the first use of each waited on it (ncu: short_sb).
   static constexpr bool kEarlyWords =
       kEarlyFull && (KBIT_WGMMA_EARLY_WORDS == 2 || (KBIT_WGMMA_EARLY_WORDS == 1 && kBlockM_ == 128 && kWarps_ == 8));
+  static constexpr bool kScalePairs = KBIT_WGMMA_SCALE_PAIRS != 0;
   static constexpr int kCtaWarps = kWarps + (kCopyWG ? 4 : kCopyOne ? 1 : 0);
   static constexpr int kCtaThreads = kCtaWarps * kWarpSize;
   // (Per-thread counts are multiples of 8, at most 248: the largest below 255.)
@@ -465,8 +472,9 @@ __device__ __forceinline__ void dequant_ktile_words(uint32_t (&f)[Cfg::kNT][4][4
 #pragma unroll
     for (int blk = 0; blk < 2; ++blk) {
       float scale[2];
-      dequant_block_planes<Cfg, true>(reinterpret_cast<uint32_t(&)[2][4]>(f[nt][2 * blk]), scale, x.pa[nt][blk],
-                                      x.pb[nt][blk], x.sa[nt], x.sb[nt], blk, lut, lane_off, e4m4, rot);
+      dequant_block_planes<Cfg, true, Cfg::kScalePairs>(reinterpret_cast<uint32_t(&)[2][4]>(f[nt][2 * blk]), scale,
+                                                        x.pa[nt][blk], x.pb[nt][blk], x.sa[nt], x.sb[nt], blk, lut,
+                                                        lane_off, e4m4, rot);
     }
 }
 // (Each block's words loaded next to its lookups, as ptxas schedules it
@@ -484,8 +492,8 @@ __device__ __forceinline__ void dequant_ktile(uint32_t (&f)[Cfg::kNT][4][4], con
 #pragma unroll
     for (int blk = 0; blk < 2; ++blk) {
       float scale[2];
-      dequant_block<Cfg, true>(reinterpret_cast<uint32_t(&)[2][4]>(f[nt][2 * blk]), scale, w_s, sa, sb, r, blk,
-                               lut, lane_off, e4m4, rot);
+      dequant_block<Cfg, true, Cfg::kScalePairs>(reinterpret_cast<uint32_t(&)[2][4]>(f[nt][2 * blk]), scale, w_s, sa,
+                                                 sb, r, blk, lut, lane_off, e4m4, rot);
     }
   }
 }
@@ -606,7 +614,7 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   }
   // (build_tables ends with a CTA barrier: the barriers are initialized for all.)
   KBIT_WGMMA_MARK(0, kbit_mark_now());
-  const float cb_max = build_tables<WgmmaSetup<Cfg>>(lut, e4m4, cb_s, scratch, slot_start, p, tid);
+  const float cb_max = build_tables<WgmmaSetup<Cfg>, Cfg::kScalePairs>(lut, e4m4, cb_s, scratch, slot_start, p, tid);
   if (cb_max < 0.f) return;
   KBIT_WGMMA_MARK(1, kbit_mark_now());
 

@@ -26,7 +26,7 @@ declare -A V=([plain]="" [tl]="-DTC_TIMELINE" [ph]="-DTC_PHASES" [p1]="-DKBIT_WG
               [ph16]="-DTC_PHASES -DKBIT_WGMMA_PROBE=16" [ring]="-DTC_RING"
               [d1]="-DKBIT_WGMMA_DRAIN=1" [d2]="-DKBIT_WGMMA_DRAIN=2" [w0]="-DKBIT_WGMMA_WIDE_PIECES=0"
               [w2]="-DKBIT_WGMMA_WIDE_PIECES=2" [ef0]="-DKBIT_WGMMA_EARLY_FULL=0" [ef2]="-DKBIT_WGMMA_EARLY_FULL=2"
-              [ew1]="-DKBIT_WGMMA_EARLY_WORDS=1" [ew2]="-DKBIT_WGMMA_EARLY_WORDS=2")
+              [ew1]="-DKBIT_WGMMA_EARLY_WORDS=1" [ew2]="-DKBIT_WGMMA_EARLY_WORDS=2" [sp1]="-DKBIT_WGMMA_SCALE_PAIRS=1")
 VARS=${VARS:-plain tl ph p1 p2 p3 p8 p16}
 for v in $VARS; do   # (any pN: KBIT_WGMMA_PROBE=N; sN: KBIT_WGMMA_SYNC_REGS=N; a+b: both builds' flags)
   [ -n "${V[$v]+x}" ] && continue
