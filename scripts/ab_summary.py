@@ -4,7 +4,8 @@ scripts/tc_ab.sh's ab.txt (rounds of `=== round R new|base` blocks, each a
 tc_bench table) to one line per case: both builds' range over the rounds
 (both graph columns), the per-round difference of the second graph column
 (new - base, µs), and whether every row of both passed its check (err <= 1,
-tc_bench's bound). tc_ab.sh prints it after the rounds.
+tc_bench's bound); with several builds beside base (tc_ab.sh BUILDS), one
+such table per build. tc_ab.sh prints it after the rounds.
 
     python3 scripts/ab_summary.py ab.txt
 """
@@ -42,6 +43,12 @@ def summary(runs, new="new", base="base"):
     return out
 
 
+def summaries(runs):
+    """One summary table per build other than base (tc_ab.sh: "new", or each
+    of its BUILDS), in the order the builds first appear."""
+    return [summary(runs, new=b) for b in runs if b != "base"]
+
+
 if __name__ == "__main__":
     with open(sys.argv[1]) as f:
-        print("\n".join(summary(parse(f.read().split("\n")))))
+        print("\n\n".join("\n".join(t) for t in summaries(parse(f.read().split("\n")))))

@@ -32,3 +32,13 @@ def test_summary_lines():
     assert a[-1] == "ok"
     b = lines[2].split()
     assert b[3:5] == ["+1.83", "+0.69"] and b[-1] == "FAILED"   # (err 1.5 > 1 in base's round 1)
+
+
+def test_one_table_per_variant():
+    """tc_ab.sh BUILDS: every build beside base gets its own table against base."""
+    text = AB + AB.replace(" new\n", " s3\n").replace("27.", "26.")
+    runs = ab_summary.parse(text.split("\n"))
+    tables = ab_summary.summaries(runs)
+    assert [t[0].split()[1] for t in tables] == ["new", "s3"]
+    s3 = tables[1][1].split()
+    assert s3[0] == "8b_gateup_m32" and s3[1] == "26.49-26.94"
