@@ -669,6 +669,8 @@ kbit_wgmma_kernel(const __grid_constant__ WgmmaParams p) {
   uint32_t phases = kBarRegs ? 1u : 0u;
   const uint32_t full_b = kBarRegs ? uint32_t(ptx::opaque_int(int(bar_s))) : bar_s;
   const uint32_t empty_b = kBarRegs ? uint32_t(ptx::opaque_int(int(empty_s))) : empty_s;
+  // Lane 0 releases the warp's slots: tested on a lane held in a register
+  // (dq_lane where kLaneRegs made it one) where kBarRegs asks for it.
   const bool releaser = (kBarRegs && !kLaneRegs ? ptx::opaque_int(lane) : dq_lane) == 0;
   // (unit u of the share: the ring marks' index)
   auto wait_full = [&](int s, int u) {
