@@ -550,8 +550,7 @@ __device__ __forceinline__ void stage_mma(float (&acc)[Cfg::kNT][Cfg::kAccRegs],
 #pragma unroll
     for (int blk = 0; blk < 2; ++blk) {
       uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
-      load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
-      load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
+      load_block_planes<Cfg::kBits>(pa, pb, w_s, r, blk);
       uint32_t frag[2][4];
       dequant_block<Cfg>(frag, pa, pb, ic, lut_s, lane_word);
       const float zero[4] = {0.f, 0.f, 0.f, 0.f};

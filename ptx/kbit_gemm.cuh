@@ -416,6 +416,14 @@ __device__ __forceinline__ void load_planes(uint32_t (&p)[kBits], const uint32_t
     for (int b = 0; b < kBits; ++b) p[b] = s[b];
   }
 }
+// The plane words of 32-block blk of rows r (pa) and r + 8 (pb) in a stage's
+// words w_s (each row's two blocks of kBits words in a row).
+template <int kBits>
+__device__ __forceinline__ void load_block_planes(uint32_t (&pa)[kBits], uint32_t (&pb)[kBits], const uint32_t* w_s,
+                                                  int r, int blk) {
+  load_planes<kBits>(pa, w_s + (r * 2 + blk) * kBits);
+  load_planes<kBits>(pb, w_s + ((r + 8) * 2 + blk) * kBits);
+}
 
 // The pair index of pair i, 2k bits interleaved (see build_pair_lut), is needed
 // as a byte offset into the table: idx * kCopies * 4 + (lane % kCopies) * 4. The
@@ -544,8 +552,7 @@ __device__ __forceinline__ void dequant_block(uint32_t (&frag)[2][4], float (&sc
                                               const uint8_t* lut, uint32_t lane_off, const float* e4m4,
                                               const uint32_t (&rot)[5]) {
   uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
-  load_planes<Cfg::kBits>(pa, w_s + (r * 2 + blk) * Cfg::kBits);
-  load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
+  load_block_planes<Cfg::kBits>(pa, pb, w_s, r, blk);
   dequant_block_planes<Cfg, kScaled, kScalePairs>(frag, scale, pa, pb, sbyte_a, sbyte_b, blk, lut, lane_off, e4m4,
                                                   rot);
 }

@@ -356,8 +356,7 @@ __device__ __forceinline__ void stage_mma_pair_perm(float (&acc)[Cfg::kNT][Cfg::
     const uint32_t sa = Elem<T>::pack(scales[2 * r + b], scales[2 * r + b]);
     const uint32_t sb = Elem<T>::pack(scales[2 * (r + 8) + b], scales[2 * (r + 8) + b]);
     uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
-    load_planes<Cfg::kBits>(pa, w_s + (r * 2 + b) * Cfg::kBits);
-    load_planes<Cfg::kBits>(pb, w_s + ((r + 8) * 2 + b) * Cfg::kBits);
+    load_block_planes<Cfg::kBits>(pa, pb, w_s, r, b);
     uint32_t f[4][4];
     dequant_pairs<Cfg>(f, pa, pb, icw, lut_s, lane_word);
 #pragma unroll

@@ -452,10 +452,7 @@ __device__ __forceinline__ void load_ktile(KtileWords<Cfg>& x, const uint8_t* st
     x.sa[nt] = scale_bytes<Cfg>(stage, r);
     x.sb[nt] = scale_bytes<Cfg>(stage, r + 8);
 #pragma unroll
-    for (int blk = 0; blk < 2; ++blk) {
-      load_planes<Cfg::kBits>(x.pa[nt][blk], w_s + (r * 2 + blk) * Cfg::kBits);
-      load_planes<Cfg::kBits>(x.pb[nt][blk], w_s + ((r + 8) * 2 + blk) * Cfg::kBits);
-    }
+    for (int blk = 0; blk < 2; ++blk) load_block_planes<Cfg::kBits>(x.pa[nt][blk], x.pb[nt][blk], w_s, r, blk);
   }
 }
 

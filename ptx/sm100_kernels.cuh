@@ -283,8 +283,7 @@ kbit_gemm_tc_kernel(const KbitParams p) {
       const uint32_t sb1 = *reinterpret_cast<const uint16_t*>(s.scales[buf] + 2 * (r0 + 8));
       for (int blk = 0; blk < 2; ++blk) {
         uint32_t pa[Cfg::kBits], pb[Cfg::kBits];
-        load_planes<Cfg::kBits>(pa, planes + (r0 * 2 + blk) * Cfg::kBits);
-        load_planes<Cfg::kBits>(pb, planes + ((r0 + 8) * 2 + blk) * Cfg::kBits);
+        load_block_planes<Cfg::kBits>(pa, pb, planes, r0, blk);
         const auto xa = pair_word<Cfg::kBits, Cfg::kLutShift>(pa, rot);
         const auto xb = pair_word<Cfg::kBits, Cfg::kLutShift>(pb, rot);
         const float fa = e4m4[(sb0 >> (8 * blk)) & 0xFFu], fb = e4m4[(sb1 >> (8 * blk)) & 0xFFu];
